@@ -1,0 +1,34 @@
+# Two entry points that work on a fresh machine: `make demo` and `make test`.
+# Each creates .venv when it is missing and installs what it needs with pip.
+PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && echo python3.11 || echo python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-core
+
+.PHONY: demo test lint typecheck unit clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: $(STAMP)
+	$(VENV)/bin/bureau demo --out runs/demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+test: lint typecheck unit
+
+clean:
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
