@@ -1,0 +1,211 @@
+"""Grading one finished episode: rubric + workspace -> per-criterion verdicts and a reward.
+
+`grade` checks every criterion of a rubric against the agent's workspace without writing
+anything. Each criterion yields a `CriterionResult` with a short reason; the reward is the
+fraction of criteria that pass. Failures that belong to the agent (a missing key, a corrupt
+workbook, even an unexpected exception while inspecting its file) fail that criterion only.
+Failures that belong to the verifier (an invalid rubric, an LLM-judge criterion with no judge
+configured) raise, so that they can never be recorded as a zero reward.
+
+`write_outputs` writes Harbor's `reward.json` (a flat dict of numbers) and a fuller
+`grading.json` with the reasons, and prints a results table for `test-stdout.txt`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Literal, TextIO
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .answers import Answers, check_answer, load_answers
+from .documents import check_docx_content
+from .rubric import (
+    Criterion,
+    DocxContentCriterion,
+    EntityListCriterion,
+    FileExistsCriterion,
+    JudgeCriterion,
+    NumericCriterion,
+    PptxContentCriterion,
+    Rubric,
+    RubricError,
+    TextCriterion,
+    XlsxCellCriterion,
+    load_rubric,
+)
+from .slides import check_pptx_content
+from .spreadsheets import check_xlsx_cell
+from .values import Outcome, clip
+from .workspace import Workspace, check_file_exists
+
+__all__ = [
+    "CriterionResult",
+    "GradeReport",
+    "JudgeUnavailableError",
+    "RubricError",
+    "format_report",
+    "grade",
+    "load_rubric",
+    "write_outputs",
+]
+
+GRADING_FORMAT = "bureau-grading/1"
+
+
+class JudgeUnavailableError(RuntimeError):
+    """A rubric needs an LLM judge and none is configured: a verifier error, not a score."""
+
+
+class CriterionResult(BaseModel):
+    """The verdict on one criterion."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """The criterion id from the rubric."""
+    type: str
+    """The criterion type, e.g. "numeric"."""
+    passed: bool
+    """Whether the criterion holds."""
+    reason: str = Field(max_length=200)
+    """Why, in at most 200 characters."""
+    description: str = ""
+    """The rubric's description of the criterion."""
+
+
+class GradeReport(BaseModel):
+    """All verdicts for one workspace graded against one rubric."""
+
+    model_config = ConfigDict(frozen=True)
+
+    format: Literal["bureau-grading/1"] = "bureau-grading/1"
+    """Schema version of grading.json."""
+    task_id: str
+    """The graded task."""
+    results: list[CriterionResult]
+    """One verdict per criterion, in rubric order."""
+
+    @property
+    def num_passed(self) -> int:
+        """How many criteria passed."""
+        return sum(result.passed for result in self.results)
+
+    @property
+    def reward(self) -> float:
+        """The fraction of criteria that passed."""
+        return self.num_passed / len(self.results) if self.results else 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Whether every criterion passed."""
+        return bool(self.results) and self.num_passed == len(self.results)
+
+    def to_reward_values(self) -> dict[str, float]:
+        """Harbor's reward.json: {"reward": 0.75, "pass": 0, "c1": 1, "c2": 0, ...}."""
+        values: dict[str, float] = {"reward": self.reward, "pass": int(self.passed)}
+        values.update({result.id: int(result.passed) for result in self.results})
+        return values
+
+    def to_json_dict(self) -> dict[str, object]:
+        """grading.json: the verdicts with reasons and the totals; never the gold answers."""
+        return {
+            "format": self.format,
+            "task_id": self.task_id,
+            "reward": self.reward,
+            "passed": self.passed,
+            "num_passed": self.num_passed,
+            "num_criteria": len(self.results),
+            "results": [result.model_dump() for result in self.results],
+        }
+
+
+def grade(rubric: Rubric, workspace: Path) -> GradeReport:
+    """Check every criterion of `rubric` against the files under `workspace`.
+
+    Reads only; writes nothing. Raises `JudgeUnavailableError` before checking anything if the
+    rubric has a `judge` criterion, since no judge client exists yet, and `FileNotFoundError` /
+    `NotADirectoryError` if `workspace` is not a directory.
+    """
+    for criterion in rubric.criteria:
+        if isinstance(criterion, JudgeCriterion):
+            raise JudgeUnavailableError(
+                f"criterion {criterion.id} is an LLM-judge criterion; no judge client is "
+                "configured (bureau.grading supports programmatic criteria only for now)"
+            )
+    files = Workspace(workspace)
+    answers = load_answers(files, rubric.answer_file)
+    results = []
+    for criterion in rubric.criteria:
+        outcome = _check(criterion, files, answers)
+        results.append(
+            CriterionResult(
+                id=criterion.id,
+                type=criterion.type,
+                passed=outcome.passed,
+                reason=clip(outcome.reason),
+                description=criterion.description,
+            )
+        )
+    return GradeReport(task_id=rubric.task_id, results=results)
+
+
+def _check(criterion: Criterion, files: Workspace, answers: Answers) -> Outcome:
+    try:
+        if isinstance(criterion, NumericCriterion | TextCriterion | EntityListCriterion):
+            return check_answer(criterion, answers)
+        if isinstance(criterion, FileExistsCriterion):
+            return check_file_exists(files, criterion.path)
+        if isinstance(criterion, XlsxCellCriterion):
+            return check_xlsx_cell(criterion, files)
+        if isinstance(criterion, DocxContentCriterion):
+            return check_docx_content(criterion, files)
+        if isinstance(criterion, PptxContentCriterion):
+            return check_pptx_content(criterion, files)
+    except Exception as exc:
+        # The inputs here are the agent's files; a library choking on one is the agent's
+        # failure on this criterion, not grounds to lose the verdicts on the others.
+        return Outcome(False, clip(f"error while checking: {type(exc).__name__}: {exc}"))
+    raise TypeError(f"no checker for criterion type {criterion.type!r}")
+
+
+def format_report(report: GradeReport) -> str:
+    """A plain-text results table: one line per criterion with its reason below."""
+    width = max((len(result.id) for result in report.results), default=2)
+    lines = [
+        f"bureau grading: task {report.task_id}",
+        f"reward {report.reward:.4g} ({report.num_passed}/{len(report.results)} criteria passed)",
+    ]
+    for result in report.results:
+        mark = "PASS" if result.passed else "FAIL"
+        lines.append(f"  {mark}  {result.id:<{width}}  {result.type:<12}  {result.description}")
+        lines.append(f"        {'':<{width}}  {result.reason}")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(report: GradeReport, verifier_dir: Path, stdout: TextIO | None = None) -> None:
+    """Write grading.json and reward.json into `verifier_dir` and print the results table.
+
+    reward.json is written last and atomically, so its presence means grading completed.
+    """
+    verifier_dir = Path(verifier_dir)
+    verifier_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(verifier_dir / "grading.json", report.to_json_dict())
+    _write_json(verifier_dir / "reward.json", report.to_reward_values())
+    out = stdout if stdout is not None else sys.stdout
+    out.write(format_report(report))
+    out.flush()
+
+
+def _write_json(path: Path, data: object) -> None:
+    # Write-then-rename so a reader never sees half a file; the mode follows the umask.
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

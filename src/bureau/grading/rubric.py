@@ -1,0 +1,287 @@
+"""The rubric: the hidden answer key of one task, as a list of binary criteria.
+
+A rubric (`tests/rubric.json` in a Harbor task directory) names the file the agent writes its
+answer to, keeps the gold values for reference, and lists 1-10 criteria. Each criterion is one
+pass/fail check of either a key of the answer file (`numeric`, `text`, `entity_list`, `judge`)
+or a deliverable file in the workspace (`file_exists`, `xlsx_cell`, `docx_content`,
+`pptx_content`). The criteria form a discriminated union on `type`; unknown keys are rejected so
+that a typo in a generated rubric fails loudly instead of silently weakening a check.
+
+Paths are workspace-relative; absolute paths and `..` components are rejected here, and the
+grader additionally refuses to follow any path (symlinks included) out of the workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    FiniteFloat,
+    JsonValue,
+    ValidationError,
+    model_validator,
+)
+
+RUBRIC_FORMAT = "bureau-rubric/1"
+DEFAULT_REL_TOL = 1e-3
+DEFAULT_ABS_TOL = 1e-6
+_CELL_ADDRESS_RE = re.compile(r"[A-Z]{1,3}[1-9][0-9]{0,6}")
+# Criterion ids become keys of Harbor's flat reward.json next to "reward" and "pass".
+_RESERVED_IDS = frozenset({"reward", "pass"})
+
+
+class RubricError(ValueError):
+    """A rubric file that cannot be read or does not validate; the message names file and field."""
+
+
+def _relative_path(path: str) -> str:
+    if not path or path.strip() != path:
+        raise ValueError("path must be non-empty without surrounding whitespace")
+    if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
+        raise ValueError(f"path {path!r} must be relative to the workspace")
+    if PureWindowsPath(path).drive:
+        raise ValueError(f"path {path!r} must not name a drive")
+    parts = re.split(r"[\\/]", path)
+    if ".." in parts:
+        raise ValueError(f"path {path!r} must not contain '..'")
+    if all(part in ("", ".") for part in parts):
+        raise ValueError(f"path {path!r} does not name a file")
+    return path
+
+
+def _not_bool(value: object) -> object:
+    # JSON true/false would otherwise coerce to 1.0/0.0 and hide a rubric bug.
+    if isinstance(value, bool):
+        raise ValueError("expected must be a number or a string, not a boolean")
+    return value
+
+
+RelativePath = Annotated[str, AfterValidator(_relative_path)]
+"""A workspace-relative path without `..` components."""
+Number = Annotated[FiniteFloat, BeforeValidator(_not_bool)]
+"""A finite number; booleans are rejected."""
+Expected = Annotated[FiniteFloat | str, BeforeValidator(_not_bool)]
+"""An expected cell value: a number (compared with tolerances) or text (compared normalized)."""
+Tolerance = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+"""A non-negative finite tolerance."""
+
+
+class _Criterion(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    """Unique id within the rubric; becomes a key of reward.json."""
+    description: str = ""
+    """What the criterion checks, in words, for the results table."""
+
+
+class NumericCriterion(_Criterion):
+    """An answer key holding a number; passes iff |got - expected| <= max(abs_tol, rel_tol*|e|)."""
+
+    type: Literal["numeric"] = "numeric"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+    expected: Number
+    """The gold number."""
+    rel_tol: Tolerance = DEFAULT_REL_TOL
+    """Tolerance relative to |expected|."""
+    abs_tol: Tolerance = DEFAULT_ABS_TOL
+    """Absolute tolerance; the larger of the two applies."""
+
+
+class TextCriterion(_Criterion):
+    """An answer key holding text, compared exactly or normalized, aliases and dates accepted."""
+
+    type: Literal["text"] = "text"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+    expected: str
+    """The gold text; an ISO date (YYYY-MM-DD) also matches other spellings of that date."""
+    mode: Literal["exact", "normalized"] = "normalized"
+    """`exact` compares stripped strings; `normalized` compares `normalize_text` forms."""
+    aliases: list[str] = Field(default_factory=list)
+    """Other accepted answers."""
+
+
+class EntityListCriterion(_Criterion):
+    """An answer key holding a list of names, compared as a normalized set."""
+
+    type: Literal["entity_list"] = "entity_list"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+    expected: list[str] = Field(min_length=1)
+    """The gold items."""
+    mode: Literal["exact", "superset"] = "exact"
+    """`exact`: same set; `superset`: every expected item present, extras allowed."""
+
+
+class FileExistsCriterion(_Criterion):
+    """A deliverable exists, is a non-empty regular file and opens if it is an Office file."""
+
+    type: Literal["file_exists"] = "file_exists"
+    path: RelativePath
+    """Workspace-relative path of the deliverable."""
+
+
+class XlsxCellCriterion(_Criterion):
+    """One cell of a workbook, addressed by `cell` or by `row_label` + `column` headers."""
+
+    type: Literal["xlsx_cell"] = "xlsx_cell"
+    path: RelativePath
+    """Workspace-relative path of the workbook."""
+    sheet: str | None = None
+    """Worksheet name; None means the active sheet."""
+    cell: str | None = None
+    """A1-style address such as "B2"."""
+    row_label: str | None = None
+    """Text of the column-A cell of the wanted row."""
+    column: str | None = None
+    """Text of the row-1 header cell of the wanted column."""
+    expected: Expected
+    """The gold value: a number (with tolerances) or text (normalized)."""
+    rel_tol: Tolerance = DEFAULT_REL_TOL
+    """Relative tolerance for a numeric `expected`."""
+    abs_tol: Tolerance = DEFAULT_ABS_TOL
+    """Absolute tolerance for a numeric `expected`."""
+
+    @model_validator(mode="after")
+    def _one_address(self) -> XlsxCellCriterion:
+        by_label = self.row_label is not None or self.column is not None
+        if self.cell is not None and by_label:
+            raise ValueError("give either cell or row_label+column, not both")
+        if self.cell is None and (self.row_label is None or self.column is None):
+            raise ValueError("give either cell or both row_label and column")
+        if self.cell is not None and not _CELL_ADDRESS_RE.fullmatch(self.cell):
+            raise ValueError(f"cell {self.cell!r} is not an A1-style address like 'B2'")
+        return self
+
+
+class TableCell(BaseModel):
+    """A table cell on a slide, found by row label (first column) and column header (first row)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    row_label: str
+    """Text of the first-column cell of the wanted row."""
+    column: str
+    """Text of the first-row header cell of the wanted column."""
+    expected: Expected
+    """The gold value: a number (with tolerances) or text (normalized)."""
+    rel_tol: Tolerance = DEFAULT_REL_TOL
+    """Relative tolerance for a numeric `expected`."""
+    abs_tol: Tolerance = DEFAULT_ABS_TOL
+    """Absolute tolerance for a numeric `expected`."""
+
+
+class DocxContentCriterion(_Criterion):
+    """Some paragraph of a Word document contains a phrase, optionally in a given style."""
+
+    type: Literal["docx_content"] = "docx_content"
+    path: RelativePath
+    """Workspace-relative path of the document."""
+    contains: str = Field(min_length=1)
+    """Phrase that must occur (normalized substring) in one paragraph or table cell."""
+    style: str | None = None
+    """Style name the paragraph must have, e.g. "Heading 1"."""
+
+
+class PptxContentCriterion(_Criterion):
+    """One slide of a deck meets every condition that is set (title, contains, table cell)."""
+
+    type: Literal["pptx_content"] = "pptx_content"
+    path: RelativePath
+    """Workspace-relative path of the deck."""
+    slide: int | None = Field(default=None, ge=1)
+    """1-based slide number; None means any slide."""
+    title: str | None = None
+    """Text of the title placeholder (normalized equality)."""
+    contains: str | None = None
+    """Phrase occurring in some text frame or table cell on the slide."""
+    table_cell: TableCell | None = None
+    """A table cell on the slide and its expected value."""
+
+    @model_validator(mode="after")
+    def _some_condition(self) -> PptxContentCriterion:
+        if self.title is None and self.contains is None and self.table_cell is None:
+            raise ValueError("set at least one of title, contains, table_cell")
+        return self
+
+
+class JudgeCriterion(_Criterion):
+    """Free text in an answer key, to be graded by an LLM judge against `guidance`."""
+
+    type: Literal["judge"] = "judge"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+    guidance: str
+    """What the judge should look for."""
+
+
+Criterion = Annotated[
+    NumericCriterion
+    | TextCriterion
+    | EntityListCriterion
+    | FileExistsCriterion
+    | XlsxCellCriterion
+    | DocxContentCriterion
+    | PptxContentCriterion
+    | JudgeCriterion,
+    Field(discriminator="type"),
+]
+AnswerCriterion = NumericCriterion | TextCriterion | EntityListCriterion
+
+
+class Rubric(BaseModel):
+    """The hidden answer key of one task."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["bureau-rubric/1"] = "bureau-rubric/1"
+    """Schema version."""
+    task_id: str = Field(min_length=1)
+    """Id of the task this rubric grades."""
+    answer_file: RelativePath = "output/answer.json"
+    """Workspace-relative path of the agent's JSON answer object."""
+    gold: dict[str, JsonValue] = Field(default_factory=dict)
+    """Gold answer values, for reference; grading uses the criteria only."""
+    criteria: list[Criterion] = Field(min_length=1, max_length=10)
+    """The binary checks; the reward is the fraction that pass."""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Rubric:
+        ids = [criterion.id for criterion in self.criteria]
+        duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+        if duplicates:
+            raise ValueError(f"criterion ids must be unique, repeated: {duplicates}")
+        reserved = sorted(_RESERVED_IDS.intersection(ids))
+        if reserved:
+            raise ValueError(f"criterion ids {reserved} are reserved reward.json keys")
+        return self
+
+
+def load_rubric(path: Path) -> Rubric:
+    """Read and validate a rubric file; raise `RubricError` naming the file and the bad field."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RubricError(f"rubric {path}: cannot read: {type(exc).__name__}: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RubricError(f"rubric {path}: not valid JSON at line {exc.lineno}: {exc.msg}") from exc
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise RubricError(f"rubric {path}: {problems}") from exc

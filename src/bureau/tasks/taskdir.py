@@ -1,0 +1,185 @@
+"""A Harbor task directory on disk, and the checks that make it runnable.
+
+Layout::
+
+    <task>/instruction.md          the prompt given to the agent (non-empty)
+    <task>/task.toml               TaskConfig
+    <task>/environment/Dockerfile  the build file, unless [environment].docker_image is set
+    <task>/environment/workspace/  files bureau copies into the agent's working directory
+    <task>/tests/test.sh           the verifier; writes <logs>/verifier/reward.json or .txt
+    <task>/solution/solve.sh       the oracle solution (optional for Harbor, required by bureau)
+
+Problems are collected, not raised one at a time: `validate_task_dir` returns every error and
+`load_task_dir` raises them together as `TaskFormatErrors`. A script without its execute bit is
+only a warning, because runners invoke the scripts through `bash` and so never need the bit;
+it is still worth fixing, since a human running `./tests/test.sh` would trip on it.
+"""
+
+from __future__ import annotations
+
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bureau.tasks.config import TaskConfig
+from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
+
+INSTRUCTION_FILE = "instruction.md"
+CONFIG_FILE = "task.toml"
+DOCKERFILE = "environment/Dockerfile"
+TEST_SCRIPT = "tests/test.sh"
+SOLVE_SCRIPT = "solution/solve.sh"
+
+
+@dataclass(frozen=True)
+class TaskDir:
+    """A loaded task directory: its parsed config and prompt, plus paths to its parts."""
+
+    path: Path
+    config: TaskConfig
+    instruction: str
+    warnings: tuple[TaskFormatError, ...] = field(default=(), compare=False)
+
+    @property
+    def name(self) -> str:
+        """The [task].name from task.toml, else the directory name (Harbor's convention)."""
+        return self.config.task.name if self.config.task else self.path.name
+
+    @property
+    def config_path(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def instruction_path(self) -> Path:
+        return self.path / INSTRUCTION_FILE
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.path / "environment"
+
+    @property
+    def workspace_dir(self) -> Path:
+        """Files that start out in the agent's working directory ([environment].workdir)."""
+        return self.environment_dir / "workspace"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.path / "tests"
+
+    @property
+    def test_script(self) -> Path:
+        return self.path / TEST_SCRIPT
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.path / "solution"
+
+    @property
+    def solve_script(self) -> Path:
+        return self.path / SOLVE_SCRIPT
+
+
+def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDir:
+    """Load and check a task directory; raises TaskFormatErrors listing every problem."""
+    inspection = _inspect(Path(path), require_solution)
+    if inspection.errors:
+        raise TaskFormatErrors(inspection.errors)
+    assert inspection.config is not None and inspection.instruction is not None
+    return TaskDir(
+        path=Path(path),
+        config=inspection.config,
+        instruction=inspection.instruction,
+        warnings=tuple(inspection.warnings),
+    )
+
+
+def validate_task_dir(path: Path | str, *, require_solution: bool = False) -> list[TaskFormatError]:
+    """Every error in a task directory (empty when it is valid); warnings are not included."""
+    return check_task_dir(path, require_solution=require_solution).errors
+
+
+def check_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskCheck:
+    """Errors and warnings of a task directory, and whatever parts of it could be read."""
+    return _inspect(Path(path), require_solution)
+
+
+@dataclass
+class TaskCheck:
+    """The outcome of checking one task directory."""
+
+    config: TaskConfig | None = None
+    instruction: str | None = None
+    errors: list[TaskFormatError] = field(default_factory=list)
+    warnings: list[TaskFormatError] = field(default_factory=list)
+
+
+def _inspect(root: Path, require_solution: bool) -> TaskCheck:
+    found = TaskCheck()
+    if not root.is_dir():
+        got = "a file" if root.exists() else "no such directory"
+        found.errors.append(TaskFormatError(root, "a task directory", got=got))
+        return found
+
+    instruction = _read_text(root / INSTRUCTION_FILE, "the task prompt", found.errors)
+    if instruction is not None:
+        if instruction.strip():
+            found.instruction = instruction
+        else:
+            found.errors.append(
+                TaskFormatError(root / INSTRUCTION_FILE, "a non-empty task prompt", got="no text")
+            )
+
+    try:
+        found.config = TaskConfig.load(root / CONFIG_FILE)
+    except TaskFormatErrors as exc:
+        found.errors.extend(exc.errors)
+
+    # Without a readable config we cannot tell whether a prebuilt image replaces the
+    # Dockerfile, so the Dockerfile is only required once the config is known.
+    if found.config is not None and found.config.environment.docker_image is None:
+        dockerfile = root / DOCKERFILE
+        if not dockerfile.is_file():
+            found.errors.append(
+                TaskFormatError(
+                    dockerfile,
+                    "an environment build file (or [environment].docker_image in task.toml)",
+                    got=_missing(dockerfile),
+                )
+            )
+
+    _check_script(root / TEST_SCRIPT, "the verifier script", True, found)
+    if require_solution or (root / SOLVE_SCRIPT).exists():
+        _check_script(root / SOLVE_SCRIPT, "the oracle solution script", require_solution, found)
+    return found
+
+
+def _check_script(path: Path, what: str, required: bool, found: TaskCheck) -> None:
+    """A script must exist and have content; a missing execute bit is only a warning."""
+    problems = found.errors if required else found.warnings
+    if not path.is_file():
+        problems.append(TaskFormatError(path, what, got=_missing(path)))
+        return
+    text = _read_text(path, what, problems)
+    if text is not None and not text.strip():
+        problems.append(TaskFormatError(path, f"{what} with commands in it", got="no text"))
+    mode = path.stat().st_mode
+    if not mode & (stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH):
+        found.warnings.append(
+            TaskFormatError(path, "an executable file (chmod +x)", got=f"mode {mode & 0o777:o}")
+        )
+
+
+def _read_text(path: Path, what: str, problems: list[TaskFormatError]) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        problems.append(TaskFormatError(path, what, got=_missing(path)))
+    except UnicodeDecodeError as exc:
+        problems.append(
+            TaskFormatError(path, "UTF-8 text", got=f"invalid byte at offset {exc.start}")
+        )
+    return None
+
+
+def _missing(path: Path) -> str:
+    return "a directory" if path.is_dir() else "no such file"

@@ -1,0 +1,303 @@
+"""Builds a split of simulated companies and their Harbor tasks.
+
+`build_split` plans every world up front (id, domain, company, task count, seed) in the parent
+process, so the output depends only on the seed and not on how worlds are scheduled across
+worker processes. Each worker writes one world's files into a staging folder, asks the domain's
+templates for tasks, and writes the task directories with hard links back to the staged files.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .fabric import company_name
+from .filler import fill_world
+from .naive import naive_probe_ok
+from .spec import DOMAINS, Difficulty, Domain, TaskSpec, WorldContext
+from .taskwriter import write_task_dir
+
+MANIFEST = "bureau-dataset.json"
+REPORT = "build-report.json"
+STAGING = ".staging"
+ORACLE_DIR = Path(__file__).parent / "oracles"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    split: str
+    worlds: int
+    tasks: int
+    seed: int
+    out: Path
+    difficulty: Difficulty = "standard"
+    files_per_world: int | None = None
+    jobs: int = 2
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.worlds < 1:
+            raise ValueError("--worlds must be at least 1")
+        if self.tasks < self.worlds:
+            raise ValueError(f"--tasks ({self.tasks}) must be at least --worlds ({self.worlds})")
+        if self.files_per_world is not None:
+            lo, hi = (5, 10) if self.difficulty == "starter" else (20, 200)
+            if not lo <= self.files_per_world <= hi:
+                raise ValueError(
+                    f"--files must be within {lo}..{hi} for {self.difficulty} worlds, "
+                    f"got {self.files_per_world}"
+                )
+
+
+@dataclass(frozen=True)
+class WorldPlan:
+    index: int
+    world_id: str
+    domain: Domain
+    company: str
+    n_tasks: int
+    n_files: int
+    seed: str
+
+
+@dataclass
+class WorldResult:
+    world: dict[str, Any]
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def domain_module(domain: str) -> ModuleType:
+    return importlib.import_module(f"bureau.worlds.domains.{domain}")
+
+
+def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
+    rng = random.Random(f"bureau:{cfg.seed}:{cfg.split}")
+    taken: set[str] = set()
+    plans = []
+    base, extra = divmod(cfg.tasks, cfg.worlds)
+    order: list[Domain] = []
+    for i in range(cfg.worlds):
+        if i % len(DOMAINS) == 0:
+            order = list(DOMAINS)
+            rng.shuffle(order)
+        domain = order[i % len(DOMAINS)]
+        if cfg.files_per_world is not None:
+            n_files = cfg.files_per_world
+        elif cfg.difficulty == "starter":
+            n_files = rng.randint(5, 10)
+        else:
+            n_files = rng.randint(34, 46)
+        plans.append(
+            WorldPlan(
+                index=i,
+                world_id=f"{cfg.split}-{domain}-{i:03d}",
+                domain=domain,
+                company=company_name(rng, cfg.split, domain, taken),
+                n_tasks=base + (1 if i < extra else 0),
+                n_files=n_files,
+                seed=f"{cfg.seed}:{cfg.split}:{i}",
+            )
+        )
+    return plans
+
+
+def choose_tasks(
+    module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int
+) -> list[TaskSpec]:
+    """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist."""
+    templates = [t for t in module.TEMPLATES if ctx.difficulty in t.difficulties]
+    rng = random.Random(f"{ctx.rng.random()}:tasks")
+    rng.shuffle(templates)
+    specs: list[TaskSpec] = []
+    seen: set[str] = set()
+    attempt = 0
+    while len(specs) < n_tasks:
+        if attempt > n_tasks * 20 + 50:
+            raise RuntimeError(
+                f"world {ctx.world_id}: only {len(specs)} distinct tasks for {n_tasks} requested"
+            )
+        template = templates[attempt % len(templates)]
+        spec = template.make(facts, rng, attempt // len(templates))
+        attempt += 1
+        if spec is None or spec.signature in seen:
+            continue
+        seen.add(spec.signature)
+        specs.append(spec)
+    return specs
+
+
+def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> WorldResult:
+    staging = cfg.out / STAGING / plan.world_id / "workspace"
+    staging.mkdir(parents=True)
+    ctx = WorldContext(
+        world_id=plan.world_id,
+        domain=plan.domain,
+        split=cfg.split,
+        difficulty=cfg.difficulty,
+        company=plan.company,
+        workspace=staging,
+        rng=random.Random(plan.seed),
+        n_files=plan.n_files,
+    )
+    module = domain_module(plan.domain)
+    facts = module.build(ctx)
+    fill_world(ctx)
+    specs = choose_tasks(module, facts, ctx, plan.n_tasks)
+    solve = shared[f"{plan.domain}.py"]
+    result = WorldResult(world=world_entry(plan, ctx))
+    for j, spec in enumerate(specs):
+        task_id = f"{plan.world_id}-t{j:02d}"
+        files = {**shared, "solve.py": solve}
+        write_task_dir(cfg.out / task_id, task_id, spec, ctx, files)
+        probe = spec.pdf_probe
+        result.tasks.append(
+            {
+                "task_id": task_id,
+                "world_id": plan.world_id,
+                "domain": plan.domain,
+                "split": cfg.split,
+                "path": task_id,
+                "template": spec.template,
+                "kind": spec.kind,
+                "difficulty": cfg.difficulty,
+                "n_criteria": len(spec.criteria),
+                "deliverable": bool(spec.deliverables),
+                "pdf_layout": probe.layout if probe else None,
+                "naive_pdf_ok": naive_probe_ok(staging / probe.file, probe) if probe else None,
+            }
+        )
+    return result
+
+
+def world_entry(plan: WorldPlan, ctx: WorldContext) -> dict[str, Any]:
+    by_type: dict[str, int] = {}
+    size = 0
+    for rel in ctx.files:
+        ext = Path(rel).suffix.lstrip(".") or "none"
+        by_type[ext] = by_type.get(ext, 0) + 1
+        size += (ctx.workspace / rel).stat().st_size
+    return {
+        "world_id": plan.world_id,
+        "domain": plan.domain,
+        "company": plan.company,
+        "n_files": len(ctx.files),
+        "bytes": size,
+        "files_by_type": dict(sorted(by_type.items())),
+    }
+
+
+def _stage_shared(out: Path) -> dict[str, Path]:
+    from bureau.grading.zipapp import build_zipapp
+
+    shared_dir = out / STAGING / "shared"
+    shared_dir.mkdir(parents=True)
+    files = {"grader.pyz": build_zipapp(shared_dir / "grader.pyz")}
+    for name in ["oracle_lib.py", *(f"{d}.py" for d in DOMAINS)]:
+        shutil.copyfile(ORACLE_DIR / name, shared_dir / name)
+        files[name] = shared_dir / name
+    return files
+
+
+def _build_one(args: tuple[WorldPlan, BuildConfig, dict[str, Path]]) -> WorldResult:
+    return build_world(*args)
+
+
+def build_split(
+    cfg: BuildConfig, on_world: Callable[[WorldResult], None] | None = None
+) -> dict[str, Any]:
+    """Build every world of the split into `cfg.out`; returns the build report."""
+    if cfg.out.exists() and any(cfg.out.iterdir()):
+        if not cfg.force:
+            raise FileExistsError(f"{cfg.out} is not empty (pass --force to replace it)")
+        shutil.rmtree(cfg.out)
+    cfg.out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    plans = plan_split(cfg)
+    shared = _stage_shared(cfg.out)
+    results: list[WorldResult] = []
+    jobs = max(1, min(cfg.jobs, len(plans)))
+    work = [(plan, cfg, shared) for plan in plans]
+    if jobs == 1:
+        for item in work:
+            results.append(_build_one(item))
+            if on_world:
+                on_world(results[-1])
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for result in pool.map(_build_one, work):
+                results.append(result)
+                if on_world:
+                    on_world(result)
+    shutil.rmtree(cfg.out / STAGING)
+    tasks = [t for r in results for t in r.tasks]
+    manifest = {
+        "format": "bureau-dataset/1",
+        "name": f"bureau-{cfg.split}-{cfg.difficulty}",
+        "split": cfg.split,
+        "seed": cfg.seed,
+        "difficulty": cfg.difficulty,
+        "tasks": tasks,
+        "worlds": [r.world for r in results],
+    }
+    (cfg.out / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    report = summarize(manifest, time.perf_counter() - started, cfg)
+    (cfg.out / REPORT).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def disk_usage(root: Path) -> int:
+    """Bytes on disk, counting each hard-linked file once."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            st = os.lstat(os.path.join(dirpath, name))
+            key = (st.st_dev, st.st_ino)
+            if key not in seen:
+                seen.add(key)
+                total += st.st_blocks * 512
+    return total
+
+
+def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dict[str, Any]:
+    tasks = manifest["tasks"]
+    templates: dict[str, set[str]] = {d: set() for d in DOMAINS}
+    for t in tasks:
+        templates[t["domain"]].add(t["template"])
+    probes = [t for t in tasks if t["naive_pdf_ok"] is not None]
+    kinds: dict[str, int] = {}
+    for t in tasks:
+        kinds[t["kind"]] = kinds.get(t["kind"], 0) + 1
+    n = max(1, len(tasks))
+    return {
+        "split": cfg.split,
+        "difficulty": cfg.difficulty,
+        "seed": cfg.seed,
+        "worlds": len(manifest["worlds"]),
+        "tasks": len(tasks),
+        "worlds_by_domain": {
+            d: sum(1 for w in manifest["worlds"] if w["domain"] == d) for d in DOMAINS
+        },
+        "files": sum(w["n_files"] for w in manifest["worlds"]),
+        "templates_per_domain": {d: len(s) for d, s in templates.items()},
+        "tasks_by_kind": dict(sorted(kinds.items())),
+        "avg_criteria": sum(t["n_criteria"] for t in tasks) / n,
+        "deliverable_fraction": sum(1 for t in tasks if t["deliverable"]) / n,
+        "pdf_layout_tasks": len(probes),
+        "naive_pdf_failure_rate": (
+            sum(1 for t in probes if not t["naive_pdf_ok"]) / len(probes) if probes else None
+        ),
+        "seconds": round(seconds, 1),
+        "disk_bytes": disk_usage(cfg.out),
+        "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+    }

@@ -1,0 +1,120 @@
+"""Names, dates and amounts that worlds are woven from.
+
+Everything draws from a `random.Random` seeded per world, so a world depends only on the seed.
+Company names are drawn from halves of the prefix list that depend on the split, so train and
+eval worlds can never share a company.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+FIRST = (
+    "Ana Ben Chloe Dev Elena Farid Grace Hiro Imani Jonas Kai Lena Marco Nadia Omar Priya Quinn "
+    "Rafael Sofia Tariq Uma Victor Wen Ximena Yusuf Zoe Aidan Bea Carlos Dana Emil Fatima Gabe "
+    "Hana Ivan Julia Kofi Lucia Mateo Nina Oscar Paula Rohan Sara Tomas Ursula Vera Will Yara"
+).split()
+LAST = (
+    "Abbott Banerjee Castillo Dubois Eriksen Fischer Garcia Haddad Ito Jensen Kowalski Larsen "
+    "Moreau Nakamura Okafor Petrov Quintero Rossi Schmidt Tanaka Ueda Varga Whitfield Xu Yilmaz "
+    "Zhang Almeida Brennan Cho Delgado Esposito Fontaine Grant Holm Iqbal Jovanovic Keller Lindqvist "
+    "Mendes Novak Osei Park Reyes Sato Torres Vance Weber Young"
+).split()
+PREFIX = (
+    "Amber Birch Cobalt Delta Ember Fjord Granite Harbor Indigo Juniper Kestrel Lumen Meridian "
+    "Northgate Onyx Pioneer Quarry Redwood Summit Tidewater Umber Vantage Willow Yarrow Zephyr "
+    "Aster Beacon Cinder Drift Everly Falcon Glacier Halcyon Ironwood Jasper Keystone Larch Mosaic "
+    "Nimbus Orchard Pinnacle Quill Ridge Sable Thornbury Upland Verity Wexford Aurora Bramble "
+    "Cascade Dunmore Elmstead Foxglove Greystone Hollis Isle Kingsley Lockhart Maple Norwood Oakley "
+    "Prism Quay Rowan Sterling Tamarack Unity Valor Wren Alder Bluewater Crescent Dovetail Evergreen"
+).split()
+SUFFIX = {
+    "law": ("Holdings", "Industries", "Group", "Technologies", "Logistics", "Energy", "Foods"),
+    "consulting": ("Retail", "Health", "Mobility", "Foods", "Telecom", "Apparel", "Software"),
+    "banking": ("Capital", "Manufacturing", "Networks", "Materials", "Pharma", "Systems", "Brands"),
+}
+CITIES = (
+    "Boston Chicago Denver Austin Seattle Atlanta Toronto London Dublin Frankfurt Singapore "
+    "Sydney Madrid Milan Oslo Zurich"
+).split()
+LAW_FIRMS = ("Harrow & Vale LLP", "Linden Marsh LLP", "Cole Brandt LLP", "Ashby Quist LLP")
+CONSULTANCIES = ("Northbridge Partners", "Calder & Finch", "Stratum Advisory", "Brightline Group")
+BANKS = ("Halden Securities", "Morrow Brothers", "Castleton Capital", "Ardent Partners")
+
+
+@dataclass(frozen=True)
+class Person:
+    first: str
+    last: str
+    title: str
+    email_domain: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} {self.last}"
+
+    @property
+    def email(self) -> str:
+        return f"{self.first.lower()}.{self.last.lower()}@{self.email_domain}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+def slug(text: str) -> str:
+    out = "".join(ch.lower() if ch.isalnum() else "-" for ch in text)
+    return "-".join(part for part in out.split("-") if part)
+
+
+def company_name(rng: random.Random, split: str, domain: str, taken: set[str]) -> str:
+    """A company name unique within `taken`, from the split's half of the prefix list."""
+    half = PREFIX[0::2] if split == "train" else PREFIX[1::2]
+    for _ in range(1000):
+        name = f"{rng.choice(half)} {rng.choice(SUFFIX[domain])}"
+        if name not in taken:
+            taken.add(name)
+            return name
+    # A huge split exhausts the pairs; a roman-numeral-free suffix keeps names readable.
+    n = len(taken)
+    name = f"{rng.choice(half)} {rng.choice(SUFFIX[domain])} {n}"
+    taken.add(name)
+    return name
+
+
+def people(rng: random.Random, n: int, titles: list[str], email_domain: str) -> list[Person]:
+    pairs = rng.sample([(f, last) for f in FIRST for last in LAST], n)
+    return [
+        Person(first, last, titles[i % len(titles)], email_domain)
+        for i, (first, last) in enumerate(pairs)
+    ]
+
+
+def day(base: date, offset_days: int) -> date:
+    return base + timedelta(days=offset_days)
+
+
+def at(d: date, hour: int, minute: int = 0) -> datetime:
+    return datetime(d.year, d.month, d.day, hour, minute)
+
+
+def long_date(d: date) -> str:
+    return f"{d.strftime('%B')} {d.day}, {d.year}"
+
+
+def money(x: float, currency: str = "USD") -> str:
+    """USD 2,450,000 or USD 2,450,000.50."""
+    return f"{currency} {x:,.0f}" if float(x).is_integer() else f"{currency} {x:,.2f}"
+
+
+def millions(x: float, digits: int = 1) -> str:
+    return f"${x:,.{digits}f}m"
+
+
+def round_to(rng: random.Random, lo: float, hi: float, step: float) -> float:
+    """A random multiple of `step` in [lo, hi]."""
+    n = rng.randint(int(lo // step), int(hi // step))
+    value = n * step
+    return int(value) if float(step).is_integer() else round(value, 6)

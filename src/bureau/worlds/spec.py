@@ -1,0 +1,207 @@
+"""What a domain generator hands the builder: world context in, task specs out.
+
+A domain module (`bureau.worlds.domains.<name>`) exposes `build(ctx) -> facts` to write the
+world's files and a list of `Template`s that turn those facts into `TaskSpec`s. Criteria are
+plain dicts in the `bureau-rubric/1` schema that `bureau.grading` reads; the helpers below build
+them so every template states its checks the same way.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .render.documents import DocSpec, write_docx
+from .render.messages import ChatMessage, Email, write_chat, write_eml
+from .render.pdf import PdfDoc
+from .render.sheets import WorkbookSpec, write_workbook
+from .render.slides import DeckSpec, write_pptx
+
+Domain = Literal["law", "consulting", "banking"]
+DOMAINS: tuple[Domain, ...] = ("law", "consulting", "banking")
+Difficulty = Literal["starter", "standard"]
+Kind = Literal["fact", "multi_hop", "compute", "reconcile", "deliverable"]
+
+ANSWER_FILE = "output/answer.json"
+OUTPUT_DIR = "output"
+
+
+@dataclass
+class PdfProbe:
+    """Where a task's answer sits in a PDF, for measuring naive text extraction.
+
+    The naive reader takes `pypdf`'s stream-order text, finds `label`, and reads the first
+    number after it. The probe says whether that would give `expected`.
+    """
+
+    file: str
+    label: str
+    expected: float
+    layout: Literal["two_column", "table"]
+
+
+@dataclass
+class TaskSpec:
+    template: str
+    kind: Kind
+    title: str
+    question: str
+    answer_keys: dict[str, str]
+    criteria: list[dict[str, Any]]
+    gold: dict[str, Any]
+    oracle: dict[str, Any]
+    signature: str
+    deliverables: dict[str, str] = field(default_factory=dict)  # path -> what it must hold
+    pdf_probe: PdfProbe | None = None
+
+
+@dataclass
+class Template:
+    name: str
+    kind: Kind
+    make: Callable[[Any, random.Random, int], TaskSpec | None]
+    difficulties: tuple[Difficulty, ...] = ("standard",)
+
+
+@dataclass
+class WorldContext:
+    world_id: str
+    domain: Domain
+    split: str
+    difficulty: Difficulty
+    company: str
+    workspace: Path
+    rng: random.Random
+    n_files: int
+    files: list[str] = field(default_factory=list)
+
+    @property
+    def email_domain(self) -> str:
+        return self.company.split()[0].lower() + ".example.com"
+
+    def path(self, rel: str) -> Path:
+        target = self.workspace / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel in self.files:
+            raise ValueError(f"world {self.world_id}: file {rel} written twice")
+        self.files.append(rel)
+        return target
+
+    def pdf(self, rel: str, title: str, **kwargs: str) -> PdfDoc:
+        return PdfDoc(self.path(rel), title, **kwargs)
+
+    def xlsx(self, rel: str, spec: WorkbookSpec) -> None:
+        write_workbook(self.path(rel), spec)
+
+    def docx(self, rel: str, spec: DocSpec) -> None:
+        write_docx(self.path(rel), spec)
+
+    def pptx(self, rel: str, spec: DeckSpec) -> None:
+        write_pptx(self.path(rel), spec)
+
+    def email(self, rel: str, mail: Email) -> str:
+        return write_eml(self.path(rel), mail, domain=self.email_domain)
+
+    def chat(self, rel: str, channel: str, members: list[str], msgs: list[ChatMessage]) -> None:
+        write_chat(self.path(rel), channel, members, msgs)
+
+
+# -- criteria -------------------------------------------------------------------------------
+def numeric(
+    field_: str, expected: float, description: str, *, rel_tol: float = 1e-3, abs_tol: float = 0.01
+) -> dict[str, Any]:
+    return {
+        "type": "numeric",
+        "description": description,
+        "field": field_,
+        "expected": expected,
+        "rel_tol": rel_tol,
+        "abs_tol": abs_tol,
+    }
+
+
+def text(
+    field_: str, expected: str, description: str, *, aliases: list[str] | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "text",
+        "description": description,
+        "field": field_,
+        "expected": expected,
+        "mode": "normalized",
+    }
+    if aliases:
+        out["aliases"] = aliases
+    return out
+
+
+def entities(
+    field_: str, expected: list[str], description: str, *, mode: str = "exact"
+) -> dict[str, Any]:
+    return {
+        "type": "entity_list",
+        "description": description,
+        "field": field_,
+        "expected": expected,
+        "mode": mode,
+    }
+
+
+def file_exists(path: str, description: str) -> dict[str, Any]:
+    return {"type": "file_exists", "description": description, "path": path}
+
+
+def xlsx_cell(
+    path: str,
+    sheet: str,
+    expected: float | str,
+    description: str,
+    *,
+    row_label: str,
+    column: str,
+) -> dict[str, Any]:
+    return {
+        "type": "xlsx_cell",
+        "description": description,
+        "path": path,
+        "sheet": sheet,
+        "row_label": row_label,
+        "column": column,
+        "expected": expected,
+        "rel_tol": 1e-3,
+        "abs_tol": 0.01,
+    }
+
+
+def docx_content(
+    path: str, contains: str, description: str, *, style: str | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "docx_content",
+        "description": description,
+        "path": path,
+        "contains": contains,
+        "style": style,
+    }
+
+
+def pptx_content(
+    path: str,
+    description: str,
+    *,
+    title: str | None = None,
+    contains: str | None = None,
+    table_cell: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "pptx_content",
+        "description": description,
+        "path": path,
+        "slide": None,
+        "title": title,
+        "contains": contains,
+        "table_cell": table_cell,
+    }

@@ -1,0 +1,169 @@
+"""Writes one Harbor task directory from a `TaskSpec`.
+
+Layout (Harbor reads it unchanged):
+
+    instruction.md            question, answer keys, deliverables, the answer convention
+    task.toml                 [task] [metadata] [verifier] [agent] [environment] [solution]
+    environment/Dockerfile    python + document libraries; copies workspace/ to /workspace
+    environment/workspace/    the world's files (hard links: one copy per world on disk)
+    tests/test.sh             runs the grader zipapp against /workspace
+    tests/rubric.json         criteria and gold answer (never visible to the agent)
+    tests/grader.pyz          bureau.grading, self-contained
+    solution/solve.sh         runs solve.py, which reads the files (never the rubric)
+    solution/solve.py         the domain's oracle program; params.json says which template
+    solution/oracle_lib.py
+    solution/params.json
+
+Scripts take their paths from environment variables with Harbor's defaults, so the same task
+runs in Docker, in a bubblewrap sandbox, or in-process against a temporary workspace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from .spec import ANSWER_FILE, TaskSpec, WorldContext
+
+WORKDIR = "/workspace"
+
+ANSWER_CONVENTION = f"""## How to answer
+
+The company's files are in your working directory (`{WORKDIR}`). Answer from those files only.
+
+When you are done, write your final answer to `{ANSWER_FILE}` (relative to the working
+directory): one JSON object with exactly the answer keys listed above.
+- Numbers are plain JSON numbers: no currency symbols, units or thousands separators, and
+  percentages as written (12.5 for 12.5%), unless a key says otherwise.
+- Dates are strings in `YYYY-MM-DD` form.
+- Lists are JSON arrays of strings.
+- Files you are asked to produce go in the `output/` folder under the exact names given.
+"""
+
+DOCKERFILE = f"""# Environment of a bureau task: Python with the document libraries an agent needs.
+# The workspace files live in workspace/ next to this file.
+FROM python:3.11-slim
+RUN pip install --no-cache-dir "pydantic>=2.8" "pdfplumber>=0.11" "pypdf>=5" "openpyxl>=3.1" \\
+    "python-pptx>=1.0" "python-docx>=1.1" "pandas>=2" "numpy>=1.26"
+COPY workspace/ {WORKDIR}/
+RUN mkdir -p {WORKDIR}/output /logs/agent /logs/verifier
+WORKDIR {WORKDIR}
+"""
+
+TEST_SH = f"""#!/usr/bin/env bash
+# Verifier entry point: grades {ANSWER_FILE} and output/ against rubric.json.
+# Writes reward.json (flat numbers) and grading.json (reasons) to the verifier log folder.
+set -uo pipefail
+TESTS_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+WORKSPACE="${{BUREAU_WORKSPACE:-{WORKDIR}}}"
+VERIFIER_DIR="${{BUREAU_VERIFIER_DIR:-/logs/verifier}}"
+mkdir -p "$VERIFIER_DIR"
+exec python3 "$TESTS_DIR/grader.pyz" --rubric "$TESTS_DIR/rubric.json" \\
+    --workspace "$WORKSPACE" --out "$VERIFIER_DIR"
+"""
+
+SOLVE_SH = f"""#!/usr/bin/env bash
+# Oracle solution: solve.py reads the workspace files and writes the answer and deliverables.
+set -euo pipefail
+SOLUTION_DIR="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+exec python3 "$SOLUTION_DIR/solve.py" --params "$SOLUTION_DIR/params.json" \\
+    --workspace "${{BUREAU_WORKSPACE:-{WORKDIR}}}"
+"""
+
+
+def render_instruction(spec: TaskSpec) -> str:
+    parts = [f"# {spec.title}\n", spec.question.strip() + "\n", "## Answer keys\n"]
+    parts.append(f"Write `{ANSWER_FILE}` with these keys:\n")
+    parts.extend(f"- `{key}`: {desc}" for key, desc in spec.answer_keys.items())
+    parts.append("")
+    if spec.deliverables:
+        parts.append("## Deliverables\n")
+        parts.extend(f"- `{path}`: {desc}" for path, desc in spec.deliverables.items())
+        parts.append("")
+    parts.append(ANSWER_CONVENTION)
+    return "\n".join(parts)
+
+
+def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]:
+    starter = ctx.difficulty == "starter"
+    return {
+        "version": "1.0",
+        "task": {
+            "name": task_id,
+            "description": spec.title,
+            "keywords": [ctx.domain, spec.kind, spec.template],
+        },
+        "metadata": {
+            "world_id": ctx.world_id,
+            "domain": ctx.domain,
+            "split": ctx.split,
+            "company": ctx.company,
+            "template": spec.template,
+            "kind": spec.kind,
+            "difficulty": ctx.difficulty,
+            "generator": "bureau.worlds",
+        },
+        "verifier": {"timeout_sec": 120.0, "env": {}},
+        "agent": {"timeout_sec": 600.0 if starter else 1800.0},
+        "environment": {
+            "cpus": 1,
+            "memory_mb": 2048,
+            "storage_mb": 2048,
+            "network_mode": "none",
+            "workdir": WORKDIR,
+            "build_timeout_sec": 900.0,
+        },
+        "solution": {"env": {}},
+    }
+
+
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link when possible: every task of a world shares one copy of its files."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def write_text(path: Path, text: str, *, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if executable:
+        path.chmod(0o755)
+
+
+def write_task_dir(
+    task_dir: Path,
+    task_id: str,
+    spec: TaskSpec,
+    ctx: WorldContext,
+    shared: dict[str, Path],
+) -> None:
+    """`shared` maps 'grader.pyz', 'oracle_lib.py' and 'solve.py' to files to link."""
+    write_text(task_dir / "instruction.md", render_instruction(spec))
+    write_text(task_dir / "task.toml", tomli_w.dumps(task_toml(task_id, spec, ctx)))
+    write_text(task_dir / "environment" / "Dockerfile", DOCKERFILE)
+    for rel in ctx.files:
+        link_or_copy(ctx.workspace / rel, task_dir / "environment" / "workspace" / rel)
+    criteria = [{"id": f"c{i}", **c} for i, c in enumerate(spec.criteria, start=1)]
+    rubric = {
+        "format": "bureau-rubric/1",
+        "task_id": task_id,
+        "answer_file": ANSWER_FILE,
+        "gold": spec.gold,
+        "criteria": criteria,
+    }
+    write_text(task_dir / "tests" / "rubric.json", json.dumps(rubric, indent=2) + "\n")
+    write_text(task_dir / "tests" / "test.sh", TEST_SH, executable=True)
+    link_or_copy(shared["grader.pyz"], task_dir / "tests" / "grader.pyz")
+    write_text(task_dir / "solution" / "solve.sh", SOLVE_SH, executable=True)
+    link_or_copy(shared["solve.py"], task_dir / "solution" / "solve.py")
+    link_or_copy(shared["oracle_lib.py"], task_dir / "solution" / "oracle_lib.py")
+    params = {"template": spec.template, **spec.oracle}
+    write_text(task_dir / "solution" / "params.json", json.dumps(params, indent=2) + "\n")
