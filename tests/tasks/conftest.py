@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,7 +55,7 @@ def write_task(
 
 @pytest.fixture
 def make_task(tmp_path: Path) -> MakeTask:
-    def make(name: str = "q3-expenses", **overrides: str | None) -> Path:
+    def make(name: str = "q3-expenses", **overrides: Any) -> Path:
         return write_task(tmp_path / name, **overrides)
 
     return make

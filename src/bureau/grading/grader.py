@@ -181,7 +181,8 @@ def format_report(report: GradeReport) -> str:
     ]
     for result in report.results:
         mark = "PASS" if result.passed else "FAIL"
-        lines.append(f"  {mark}  {result.id:<{width}}  {result.type:<12}  {result.description}")
+        header = f"  {mark}  {result.id:<{width}}  {result.type:<12}  {result.description}"
+        lines.append(header.rstrip())
         lines.append(f"        {'':<{width}}  {result.reason}")
     return "\n".join(lines) + "\n"
 

@@ -43,8 +43,8 @@ class RubricError(ValueError):
 
 
 def _relative_path(path: str) -> str:
-    if not path or path.strip() != path:
-        raise ValueError("path must be non-empty without surrounding whitespace")
+    if not path or path.strip() != path or not path.isprintable():
+        raise ValueError("path must be non-empty, printable, without surrounding whitespace")
     if PurePosixPath(path).is_absolute() or PureWindowsPath(path).is_absolute():
         raise ValueError(f"path {path!r} must be relative to the workspace")
     if PureWindowsPath(path).drive:
@@ -117,10 +117,18 @@ class EntityListCriterion(_Criterion):
     type: Literal["entity_list"] = "entity_list"
     field: str = Field(min_length=1)
     """Key of the answer object."""
-    expected: list[str] = Field(min_length=1)
-    """The gold items."""
+    expected: list[str]
+    """The gold items; an empty list (with mode `exact`) means the answer must be empty."""
     mode: Literal["exact", "superset"] = "exact"
     """`exact`: same set; `superset`: every expected item present, extras allowed."""
+
+    @model_validator(mode="after")
+    def _empty_needs_exact(self) -> EntityListCriterion:
+        if not self.expected and self.mode == "superset":
+            raise ValueError(
+                "an empty expected list needs mode 'exact' (superset would pass anything)"
+            )
+        return self
 
 
 class FileExistsCriterion(_Criterion):

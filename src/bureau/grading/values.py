@@ -97,10 +97,7 @@ def parse_number(value: object) -> float:
     if isinstance(value, bool) or value is None or not isinstance(value, int | float | str):
         kind = "null" if value is None else type(value).__name__
         raise NumberParseError(f"expected a number, got a {kind}: {show(value)}")
-    if isinstance(value, int | float):
-        number = float(value)
-    else:
-        number = _parse_number_text(value)
+    number = float(value) if isinstance(value, int | float) else _parse_number_text(value)
     if not math.isfinite(number):
         raise NumberParseError(f"expected a finite number, got {show(value)}")
     return number
@@ -310,6 +307,6 @@ def compare_entities(value: object, expected: list[str], mode: str) -> Outcome:
     if passed and not parts:
         return Outcome(True, f"all {len(wanted)} expected items, nothing else")
     summary = "; ".join(parts)
-    return Outcome(
-        passed, clip(f"all {len(wanted)} expected items; {summary}" if passed else summary)
-    )
+    if passed:
+        summary = f"all {len(wanted)} expected items; {summary}"
+    return Outcome(passed, clip(summary))

@@ -79,6 +79,8 @@ class Workspace:
             raise DeliverableError(f"{relative} is not valid UTF-8") from exc
         except json.JSONDecodeError as exc:
             raise DeliverableError(f"{relative} is not valid JSON at line {exc.lineno}") from exc
+        except (RecursionError, ValueError) as exc:
+            raise DeliverableError(f"{relative} is not valid JSON: {type(exc).__name__}") from exc
 
     def workbook(self, relative: str, *, data_only: bool = False) -> Workbook:
         """The workbook at `relative`; `data_only` gives cached formula values instead."""

@@ -14,8 +14,11 @@ from __future__ import annotations
 import io
 import zipfile
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 ZIPAPP_NAME = "grader.pyz"
 DEBUG_ENV_VAR = "BUREAU_GRADER_DEBUG"

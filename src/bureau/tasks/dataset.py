@@ -83,7 +83,9 @@ class Dataset:
     root: Path
     manifest: DatasetManifest
     has_manifest: bool
-    _loaded: dict[tuple[str, bool], TaskDir] = field(default_factory=dict, repr=False)
+    _loaded: dict[tuple[str, bool], TaskDir] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def entries(self) -> list[ManifestEntry]:

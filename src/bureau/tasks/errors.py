@@ -90,6 +90,8 @@ class TaskFormatErrors(Exception):
 
 def show_value(value: object) -> str:
     """Render a value found in a file the way the file would spell it, truncated."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):

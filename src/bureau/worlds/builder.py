@@ -203,6 +203,8 @@ def _stage_shared(out: Path) -> dict[str, Path]:
     shared_dir.mkdir(parents=True)
     files = {"grader.pyz": build_zipapp(shared_dir / "grader.pyz")}
     for name in ["oracle_lib.py", *(f"{d}.py" for d in DOMAINS)]:
+        if not (ORACLE_DIR / name).exists():
+            continue
         shutil.copyfile(ORACLE_DIR / name, shared_dir / name)
         files[name] = shared_dir / name
     return files

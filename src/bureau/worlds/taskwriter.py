@@ -43,6 +43,8 @@ directory): one JSON object with exactly the answer keys listed above.
 - Dates are strings in `YYYY-MM-DD` form.
 - Lists are JSON arrays of strings.
 - Files you are asked to produce go in the `output/` folder under the exact names given.
+  Spreadsheet cells that hold results must hold values, not formulas: a formula written by a
+  library has no computed value until a spreadsheet application opens the file.
 """
 
 DOCKERFILE = f"""# Environment of a bureau task: Python with the document libraries an agent needs.
@@ -92,9 +94,9 @@ def render_instruction(spec: TaskSpec) -> str:
 def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]:
     starter = ctx.difficulty == "starter"
     return {
-        "version": "1.0",
+        "schema_version": "1.4",
         "task": {
-            "name": task_id,
+            "name": f"bureau/{task_id}",
             "description": spec.title,
             "keywords": [ctx.domain, spec.kind, spec.template],
         },
@@ -114,7 +116,7 @@ def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]
             "cpus": 1,
             "memory_mb": 2048,
             "storage_mb": 2048,
-            "network_mode": "none",
+            "network_mode": "no-network",
             "workdir": WORKDIR,
             "build_timeout_sec": 900.0,
         },

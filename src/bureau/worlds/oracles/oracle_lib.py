@@ -38,8 +38,14 @@ def parse_number(text: str) -> float:
     return -value if negative else value
 
 
+def flat(text: str) -> str:
+    """Whitespace collapsed, so phrases wrapped across lines can be searched."""
+    return " ".join(text.split())
+
+
 def number_after(text: str, label: str) -> float:
     """The first number after the first occurrence of `label` (case-insensitive)."""
+    text, label = flat(text), flat(label)
     i = text.lower().find(label.lower())
     if i < 0:
         raise ValueError(f"label {label!r} not found")

@@ -1,0 +1,1 @@
+"""Dataset checks: grading oracle and empty answers."""

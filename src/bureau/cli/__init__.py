@@ -1,0 +1,1 @@
+"""The `bureau` command line."""

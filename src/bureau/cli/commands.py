@@ -1,0 +1,173 @@
+"""Bodies of the CLI commands, with rich progress bars and summary tables."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from bureau.checks.offline import AnswerMode, CheckSummary, check_tasks, summarize
+from bureau.tasks.dataset import load_dataset, validate_dataset
+from bureau.worlds.builder import BuildConfig, WorldResult, build_split
+
+console = Console()
+
+
+def _progress() -> Progress:
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+
+
+def build(cfg: BuildConfig) -> dict[str, Any]:
+    with _progress() as progress:
+        bar = progress.add_task(f"building {cfg.split} worlds", total=cfg.worlds)
+
+        def on_world(result: WorldResult) -> None:
+            progress.advance(bar)
+
+        return build_split(cfg, on_world)
+
+
+def run_build(
+    *,
+    split: str,
+    worlds: int,
+    tasks: int,
+    seed: int,
+    out: Path,
+    difficulty: str,
+    files: int | None,
+    jobs: int,
+    force: bool,
+) -> None:
+    cfg = BuildConfig(
+        split=split,
+        worlds=worlds,
+        tasks=tasks,
+        seed=seed,
+        out=out,
+        difficulty=difficulty,  # type: ignore[arg-type]  # validated by the CLI enum
+        files_per_world=files,
+        jobs=jobs,
+        force=force,
+    )
+    report = build(cfg)
+    print_build_report(report)
+    console.print(f"dataset written to [bold]{out}[/] (manifest bureau-dataset.json)")
+
+
+def print_build_report(report: dict[str, Any]) -> None:
+    table = Table(title=f"{report['split']} split ({report['difficulty']})", show_header=False)
+    rate = report["naive_pdf_failure_rate"]
+    rows = [
+        ("worlds", f"{report['worlds']} {report['worlds_by_domain']}"),
+        ("tasks", str(report["tasks"])),
+        ("files", str(report["files"])),
+        ("templates per domain", str(report["templates_per_domain"])),
+        ("tasks by kind", str(report["tasks_by_kind"])),
+        ("criteria per task (mean)", f"{report['avg_criteria']:.2f}"),
+        ("tasks with file deliverables", f"{report['deliverable_fraction']:.1%}"),
+        (
+            "naive PDF extraction wrong",
+            "n/a" if rate is None else f"{rate:.1%} of {report['pdf_layout_tasks']} PDF tasks",
+        ),
+        ("build time", f"{report['seconds']:.1f} s"),
+        ("disk", f"{report['disk_bytes'] / 2**20:.1f} MiB (hard links counted once)"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def run_validate(root: Path, require_solution: bool) -> int:
+    if (root / "task.toml").exists():
+        from bureau.tasks.taskdir import validate_task_dir
+
+        problems = validate_task_dir(root, require_solution=require_solution)
+        for p in problems:
+            console.print(f"[red]error[/] {p}")
+        console.print(f"{root.name}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
+        return 1 if problems else 0
+    report = validate_dataset(root, require_solution=require_solution)
+    console.print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _task_dirs(root: Path) -> list[Path]:
+    if (root / "task.toml").exists():
+        return [root]
+    dataset = load_dataset(root)
+    return [dataset.task_path(task_id) for task_id in dataset.task_ids]
+
+
+def grade(root: Path, mode: AnswerMode, jobs: int) -> CheckSummary:
+    dirs = _task_dirs(root)
+    started = time.perf_counter()
+    with _progress() as progress:
+        bar = progress.add_task(f"grading {mode} answers", total=len(dirs))
+        outcomes = check_tasks(dirs, mode, jobs=jobs, on_result=lambda _: progress.advance(bar))
+    return summarize(mode, outcomes, time.perf_counter() - started)
+
+
+def print_grade_summary(name: str, summary: CheckSummary) -> None:
+    expected = "1.0" if summary.mode == "oracle" else "0.0"
+    style = "green" if summary.ok else "red"
+    console.print(
+        f"[{style}]{name}: {summary.mode} answers scored {expected} on "
+        f"{summary.as_expected}/{summary.tasks} tasks[/] (mean reward {summary.mean_reward:.3f}, "
+        f"pass rate {summary.pass_rate:.1%}, {summary.seconds:.1f} s)"
+    )
+    bad = summary.broken + summary.wrong
+    if not bad:
+        return
+    table = Table(title="tasks that did not behave as expected")
+    table.add_column("task")
+    table.add_column("reward")
+    table.add_column("reason")
+    for o in bad[:50]:
+        reason = o.error or "; ".join(o.failed_criteria)
+        table.add_row(o.task_id, "broken" if o.error else f"{o.reward:.2f}", reason[:160])
+    console.print(table)
+    if len(bad) > 50:
+        console.print(f"... and {len(bad) - 50} more (see --report)")
+
+
+def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
+    summary = grade(root, mode, jobs)  # type: ignore[arg-type]  # validated by the CLI enum
+    print_grade_summary(root.name, summary)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return 0 if summary.ok else 1
+
+
+def run_demo(out: Path, seed: int, jobs: int) -> int:
+    """Small train and eval sets (every domain), oracle and empty grading, one summary."""
+    console.rule("bureau demo")
+    results: dict[str, dict[str, Any]] = {}
+    ok = True
+    for split, worlds, tasks in (("train", 6, 60), ("eval", 3, 24)):
+        cfg = BuildConfig(split, worlds, tasks, seed, out / split, jobs=jobs, force=True)
+        report = build(cfg)
+        print_build_report(report)
+        results[split] = {"build": report}
+        for mode in ("oracle", "empty"):
+            summary = grade(out / split, mode, jobs)  # type: ignore[arg-type]
+            print_grade_summary(f"{split}", summary)
+            results[split][mode] = summary.to_dict()
+            ok = ok and summary.ok
+    (out / "demo-summary.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    verdict = "[green]all checks passed[/]" if ok else "[red]some tasks are broken[/]"
+    console.print(f"{verdict}; summary in {out / 'demo-summary.json'}")
+    return 0 if ok else 1

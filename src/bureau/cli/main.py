@@ -1,0 +1,122 @@
+"""The `bureau` command line: worlds, tasks and the demo.
+
+Commands import their heavy modules inside the function body, so `bureau --help` stays instant
+and later extras (torch, Ray, vLLM) are only loaded by the commands that need them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="bureau: simulated companies, Harbor tasks and RL post-training for knowledge-work agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+worlds_app = typer.Typer(help="Generate simulated companies and their tasks.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Validate and grade Harbor task datasets.", no_args_is_help=True)
+app.add_typer(worlds_app, name="worlds")
+app.add_typer(tasks_app, name="tasks")
+
+# APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
+SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}
+
+
+class Split(str, Enum):
+    train = "train"
+    eval = "eval"
+
+
+class Difficulty(str, Enum):
+    starter = "starter"
+    standard = "standard"
+
+
+class Answers(str, Enum):
+    oracle = "oracle"
+    empty = "empty"
+
+
+@worlds_app.command("build")
+def worlds_build(
+    out: Annotated[Path, typer.Option(help="Dataset folder to create.")],
+    split: Annotated[Split, typer.Option(help="train or eval; they never share a world.")] = Split.train,
+    worlds: Annotated[
+        int | None, typer.Option(help="Number of worlds [default: 112 train, 33 eval].")
+    ] = None,
+    tasks: Annotated[
+        int | None, typer.Option(help="Total tasks over all worlds [default: 1928 / 480].")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The output depends only on this seed.")] = 0,
+    difficulty: Annotated[Difficulty, typer.Option(help="starter: 5-10 files, 1-2 tool calls.")] = (
+        Difficulty.standard
+    ),
+    files: Annotated[
+        int | None, typer.Option(help="Files per world (20-200; starter 5-10) [default: ~40].")
+    ] = None,
+    jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    force: Annotated[bool, typer.Option(help="Replace a non-empty output folder.")] = False,
+) -> None:
+    """Build simulated companies in corporate law, consulting and banking, with their tasks."""
+    from bureau.cli.commands import run_build
+
+    default_worlds, default_tasks = SPLIT_DEFAULTS[split.value]
+    run_build(
+        split=split.value,
+        worlds=worlds or default_worlds,
+        tasks=tasks or default_tasks,
+        seed=seed,
+        out=out,
+        difficulty=difficulty.value,
+        files=files,
+        jobs=jobs,
+        force=force,
+    )
+
+
+@tasks_app.command("validate")
+def tasks_validate(
+    dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
+    require_solution: Annotated[bool, typer.Option(help="Require solution/solve.sh.")] = True,
+) -> None:
+    """Check every task directory; report every problem, not just the first."""
+    from bureau.cli.commands import run_validate
+
+    raise typer.Exit(run_validate(dataset, require_solution))
+
+
+@tasks_app.command("grade")
+def tasks_grade(
+    dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
+    answers: Annotated[Answers, typer.Option(help="oracle: run solutions; empty: no answer.")],
+    jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+    report: Annotated[Path | None, typer.Option(help="Write the results as JSON here.")] = None,
+) -> None:
+    """Grade oracle or empty answers in-process (no sandbox). Oracle must score 1.0, empty 0.0."""
+    from bureau.cli.commands import run_grade
+
+    raise typer.Exit(run_grade(dataset, answers.value, jobs, report))
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),
+    seed: Annotated[int, typer.Option()] = 0,
+    jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+) -> None:
+    """Build a small train and eval set, grade oracle and empty answers, print a summary."""
+    from bureau.cli.commands import run_demo
+
+    raise typer.Exit(run_demo(out, seed, jobs))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

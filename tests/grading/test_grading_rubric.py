@@ -1,0 +1,134 @@
+import json
+from pathlib import Path
+
+import pytest
+from grading_helpers import make_rubric
+from pydantic import ValidationError
+
+from bureau.grading import JudgeUnavailableError, RubricError, grade, load_rubric
+from bureau.grading.rubric import NumericCriterion, XlsxCellCriterion
+
+EXAMPLE = {
+    "format": "bureau-rubric/1",
+    "task_id": "train-law-003-t07",
+    "answer_file": "output/answer.json",
+    "gold": {"liability_cap": 2450000, "counterparty": "Acme Corp"},
+    "criteria": [
+        {"id": "c1", "type": "numeric", "description": "cap", "field": "liability_cap"}
+        | {"expected": 2450000, "rel_tol": 0.001, "abs_tol": 0.5},
+        {"id": "c2", "type": "text", "field": "counterparty", "expected": "Acme Corp"}
+        | {"mode": "normalized", "aliases": ["Acme Corporation"]},
+        {"id": "c3", "type": "entity_list", "field": "d", "expected": ["Ana Ruiz", "Li Wei"]},
+        {"id": "c4", "type": "file_exists", "path": "output/summary.xlsx"},
+        {"id": "c5", "type": "xlsx_cell", "path": "output/summary.xlsx", "sheet": "Expiring"}
+        | {"cell": "B2", "expected": 1200000, "rel_tol": 0.001, "abs_tol": 0.5},
+        {"id": "c6", "type": "xlsx_cell", "path": "output/summary.xlsx", "sheet": "Expiring"}
+        | {"row_label": "C-104", "column": "Value", "expected": 1200000},
+        {"id": "c7", "type": "docx_content", "path": "output/memo.docx"}
+        | {"contains": "notice period of 90 days", "style": "Heading 1"},
+        {"id": "c8", "type": "pptx_content", "path": "output/deck.pptx", "slide": 2}
+        | {"title": "Market Size", "contains": "Enterprise", "table_cell": None},
+        {"id": "c9", "type": "judge", "field": "rationale", "guidance": "cites clause 7"},
+    ],
+}
+
+
+def test_example_rubric_loads(tmp_path: Path) -> None:
+    path = tmp_path / "rubric.json"
+    path.write_text(json.dumps(EXAMPLE))
+    rubric = load_rubric(path)
+    assert [c.type for c in rubric.criteria][:3] == ["numeric", "text", "entity_list"]
+    assert isinstance(rubric.criteria[0], NumericCriterion)
+    assert rubric.criteria[0].expected == 2450000.0
+    c5 = rubric.criteria[4]
+    assert isinstance(c5, XlsxCellCriterion)
+    assert (c5.cell, c5.expected) == ("B2", 1200000.0)
+
+
+def test_defaults() -> None:
+    rubric = make_rubric({"id": "c1", "type": "numeric", "field": "x", "expected": 1})
+    criterion = rubric.criteria[0]
+    assert isinstance(criterion, NumericCriterion)
+    assert (criterion.rel_tol, criterion.abs_tol) == (1e-3, 1e-6)
+    assert rubric.answer_file == "output/answer.json"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/etc/passwd",
+        "../secret.txt",
+        "output/../../x.xlsx",
+        "C:\\x.xlsx",
+        "..\\x",
+        "",
+        "./",
+        "output/a\x00.txt",
+        " output/a.txt",
+    ],
+)
+def test_paths_must_stay_in_the_workspace(path: str) -> None:
+    with pytest.raises(ValidationError, match="path"):
+        make_rubric({"id": "c1", "type": "file_exists", "path": path})
+    with pytest.raises(ValidationError, match="answer_file"):
+        make_rubric({"id": "c1", "type": "file_exists", "path": "a.txt"}, answer_file=path)
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    [
+        {"id": "c1", "type": "numeric", "field": "x", "expected": True},
+        {"id": "c1", "type": "numeric", "field": "x", "expected": 1, "rel_tol": -1},
+        {"id": "c1", "type": "numeric", "field": "x", "expected": 1, "unknown": 1},
+        {"id": "c1", "type": "text", "field": "x", "expected": "a", "mode": "fuzzy"},
+        {"id": "c1", "type": "nonsense"},
+        {"id": "reward", "type": "file_exists", "path": "a.txt"},
+        {"id": "c 1", "type": "file_exists", "path": "a.txt"},
+        {"id": "c1", "type": "xlsx_cell", "path": "a.xlsx", "expected": 1},
+        {"id": "c1", "type": "xlsx_cell", "path": "a.xlsx", "cell": "b2", "expected": 1},
+        {"id": "c1", "type": "xlsx_cell", "path": "a.xlsx", "cell": "B2", "column": "V"}
+        | {"expected": 1},
+        {"id": "c1", "type": "pptx_content", "path": "a.pptx", "slide": 1},
+        {"id": "c1", "type": "pptx_content", "path": "a.pptx", "slide": 0, "title": "T"},
+    ],
+)
+def test_invalid_criteria_are_rejected(criterion: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        make_rubric(criterion)
+
+
+def test_duplicate_ids_and_criterion_count() -> None:
+    one = {"id": "c1", "type": "file_exists", "path": "a.txt"}
+    with pytest.raises(ValidationError, match="unique"):
+        make_rubric(one, one)
+    with pytest.raises(ValidationError):
+        make_rubric()
+    with pytest.raises(ValidationError):
+        make_rubric(*({**one, "id": f"c{i}"} for i in range(11)))
+
+
+def test_load_rubric_errors_name_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "rubric.json"
+    bad = json.loads(json.dumps(EXAMPLE))
+    bad["criteria"][0]["expected"] = "lots"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(RubricError, match=r"rubric .*rubric\.json: criteria\.0\.numeric\.expected"):
+        load_rubric(path)
+    path.write_text('{\n  "task_id": \n}')
+    with pytest.raises(RubricError, match=r"rubric\.json: not valid JSON at line 3"):
+        load_rubric(path)
+    with pytest.raises(RubricError, match="cannot read"):
+        load_rubric(tmp_path / "absent.json")
+
+
+def test_judge_criterion_raises_a_clear_error(workspace: Path) -> None:
+    rubric = make_rubric(
+        {"id": "c1", "type": "file_exists", "path": "output/answer.json"},
+        {"id": "c9", "type": "judge", "field": "rationale", "guidance": "cites clause 7"},
+    )
+    with pytest.raises(JudgeUnavailableError) as excinfo:
+        grade(rubric, workspace)
+    assert str(excinfo.value) == (
+        "criterion c9 is an LLM-judge criterion; no judge client is configured "
+        "(bureau.grading supports programmatic criteria only for now)"
+    )
