@@ -24,6 +24,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+	cd src/bureau/worlds/oracles && ../../../../$(VENV)/bin/mypy --config-file ../../../../pyproject.toml --no-namespace-packages $$(ls *.py)
 
 unit: $(STAMP)
 	$(PY) -m pytest -n 2 -q

@@ -84,7 +84,9 @@ def _script_env(workspace: Path, verifier_dir: Path) -> dict[str, str]:
     }
 
 
-def _run_script(script: Path, workspace: Path, verifier_dir: Path) -> subprocess.CompletedProcess[str]:
+def _run_script(
+    script: Path, workspace: Path, verifier_dir: Path
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(script)],
         cwd=workspace,
@@ -107,7 +109,9 @@ def run_oracle(task_dir: Path, workspace: Path, verifier_dir: Path) -> None:
         raise RuntimeError(f"solution/solve.sh exited {proc.returncode}: {proc.stderr[-500:]}")
 
 
-def grade_workspace(task_dir: Path, workspace: Path, verifier_dir: Path) -> tuple[float, bool, list[str]]:
+def grade_workspace(
+    task_dir: Path, workspace: Path, verifier_dir: Path
+) -> tuple[float, bool, list[str]]:
     """(reward, passed, reasons of failed criteria) for the answers now in `workspace`."""
     rubric_path = task_dir / "tests" / "rubric.json"
     if rubric_path.exists():

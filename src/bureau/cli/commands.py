@@ -163,7 +163,7 @@ def run_demo(out: Path, seed: int, jobs: int) -> int:
         print_build_report(report)
         results[split] = {"build": report}
         for mode in ("oracle", "empty"):
-            summary = grade(out / split, mode, jobs)  # type: ignore[arg-type]
+            summary = grade(out / split, mode, jobs)
             print_grade_summary(f"{split}", summary)
             results[split][mode] = summary.to_dict()
             ok = ok and summary.ok

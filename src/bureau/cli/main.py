@@ -6,14 +6,14 @@ and later extras (torch, Ray, vLLM) are only loaded by the commands that need th
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 app = typer.Typer(
-    help="bureau: simulated companies, Harbor tasks and RL post-training for knowledge-work agents.",
+    help="bureau: simulated companies, Harbor tasks and RL post-training of knowledge agents.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
@@ -26,17 +26,17 @@ app.add_typer(tasks_app, name="tasks")
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}
 
 
-class Split(str, Enum):
+class Split(StrEnum):
     train = "train"
     eval = "eval"
 
 
-class Difficulty(str, Enum):
+class Difficulty(StrEnum):
     starter = "starter"
     standard = "standard"
 
 
-class Answers(str, Enum):
+class Answers(StrEnum):
     oracle = "oracle"
     empty = "empty"
 
@@ -44,7 +44,9 @@ class Answers(str, Enum):
 @worlds_app.command("build")
 def worlds_build(
     out: Annotated[Path, typer.Option(help="Dataset folder to create.")],
-    split: Annotated[Split, typer.Option(help="train or eval; they never share a world.")] = Split.train,
+    split: Annotated[
+        Split, typer.Option(help="train or eval; they never share a world.")
+    ] = Split.train,
     worlds: Annotated[
         int | None, typer.Option(help="Number of worlds [default: 112 train, 33 eval].")
     ] = None,

@@ -111,9 +111,7 @@ def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
     return plans
 
 
-def choose_tasks(
-    module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int
-) -> list[TaskSpec]:
+def choose_tasks(module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int) -> list[TaskSpec]:
     """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist."""
     templates = [t for t in module.TEMPLATES if ctx.difficulty in t.difficulties]
     rng = random.Random(f"{ctx.rng.random()}:tasks")

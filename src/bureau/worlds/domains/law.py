@@ -147,7 +147,9 @@ def build(ctx: WorldContext) -> LawFacts:
     rng = ctx.rng
     starter = ctx.difficulty == "starter"
     firm = rng.choice(LAW_FIRMS)
-    staff = people(rng, 12, ["General Counsel", "Senior Counsel", "Paralegal", "CFO"], ctx.email_domain)
+    staff = people(
+        rng, 12, ["General Counsel", "Senior Counsel", "Paralegal", "CFO"], ctx.email_domain
+    )
     outside = people(rng, 2, ["Partner", "Associate"], slug(firm.split()[0]) + ".example.com")
     facts = LawFacts(
         ctx=ctx,
@@ -281,8 +283,15 @@ def _register(ctx: WorldContext, contracts: list[Contract]) -> None:
     )
     for c in contracts:
         sheet.append(
-            [c.cid, c.counterparty, c.kind, c.effective.isoformat(), c.expiry.isoformat()]
-            + [c.annual_value, c.governing_law]
+            [
+                c.cid,
+                c.counterparty,
+                c.kind,
+                c.effective.isoformat(),
+                c.expiry.isoformat(),
+                c.annual_value,
+                c.governing_law,
+            ]
         )
     n = len(contracts) + 1
     sheet.number_formats = {6: "#,##0"}
@@ -385,8 +394,8 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
     doc = ctx.pdf(letter, f"Letter Amendment No. 1 to {c.kind} {c.cid}")
     doc.para(
         f"{ctx.company} and {c.counterparty} agree, with effect from {long_date(signed)}, that in "
-        f"clause 4 (Termination) the words \"{c.notice_days} days\" are replaced by "
-        f"\"{c.amended_notice_days} days\". All other terms of the Agreement remain in force."
+        f'clause 4 (Termination) the words "{c.notice_days} days" are replaced by '
+        f'"{c.amended_notice_days} days". All other terms of the Agreement remain in force.'
     )
     doc.kv([("For Customer", facts.gc.name), ("For Supplier", "Authorised signatory")])
     doc.save()
@@ -479,7 +488,9 @@ def _chat(ctx: WorldContext, facts: LawFacts) -> None:
                 at(when, 10 + k),
             )
         )
-        msgs.append(ChatMessage(facts.gc.name, "On it after lunch.", at(when, 12 + k), len(msgs) - 1))
+        msgs.append(
+            ChatMessage(facts.gc.name, "On it after lunch.", at(when, 12 + k), len(msgs) - 1)
+        )
     msgs.append(ChatMessage(facts.team[0].name, "Register updated for Q3.", at(start, 9)))
     ctx.chat("chat/legal-ops.json", "#legal-ops", members, msgs)
 
@@ -517,7 +528,9 @@ def t_liability_cap(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec |
         gold={"liability_cap": c.liability_cap, "governing_law": c.governing_law},
         oracle={"counterparty": c.counterparty},
         signature=f"cap:{c.cid}",
-        pdf_probe=PdfProbe(c.executed_pdf, "Limitation of Liability", c.liability_cap, "two_column"),
+        pdf_probe=PdfProbe(
+            c.executed_pdf, "Limitation of Liability", c.liability_cap, "two_column"
+        ),
     )
 
 
@@ -721,13 +734,25 @@ def t_expiring(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None
     total = sum(c.annual_value for c in chosen)
     criteria = [file_exists(path, "Produces the workbook")]
     criteria += [
-        xlsx_cell(path, "Expiring", c.annual_value, f"Lists {c.cid} with its annual value",
-                  row_label=c.cid, column="Annual Value")
+        xlsx_cell(
+            path,
+            "Expiring",
+            c.annual_value,
+            f"Lists {c.cid} with its annual value",
+            row_label=c.cid,
+            column="Annual Value",
+        )
         for c in chosen[:5]
     ]
     criteria.append(
-        xlsx_cell(path, "Expiring", total, "Total row sums the annual values",
-                  row_label="Total", column="Annual Value")
+        xlsx_cell(
+            path,
+            "Expiring",
+            total,
+            "Total row sums the annual values",
+            row_label="Total",
+            column="Annual Value",
+        )
     )
     criteria.append(numeric("count", len(chosen), "Counts the expiring contracts"))
     return TaskSpec(
@@ -743,7 +768,7 @@ def t_expiring(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None
             path: (
                 'a workbook with a sheet named "Expiring". Row 1 holds the headers '
                 '"Contract ID", "Counterparty", "Expiry", "Annual Value"; one row per contract '
-                'follows (Contract ID in column A, annual value in USD as a number); the last '
+                "follows (Contract ID in column A, annual value in USD as a number); the last "
                 'row has "Total" in column A and the sum of the annual values under '
                 '"Annual Value".'
             )
@@ -781,7 +806,9 @@ def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         criteria=[
             file_exists(path, "Produces the memo"),
             docx_content(path, heading, "Has the required heading", style="Heading 1"),
-            docx_content(path, f"notice period: {c.current_notice_days} days", "States the notice period"),
+            docx_content(
+                path, f"notice period: {c.current_notice_days} days", "States the notice period"
+            ),
             docx_content(path, f"serve notice by: {deadline}", "States the deadline"),
             text("notice_deadline", deadline, "Answers with the deadline"),
         ],

@@ -95,10 +95,11 @@ def dates_in(text: str) -> list[date]:
 # -- PDFs ------------------------------------------------------------------------------------
 def _upright(page: Any) -> Any:
     """The page without rotated text, which is how watermarks are drawn."""
+
     def keep(obj: dict[str, Any]) -> bool:
         if obj["object_type"] != "char":
             return True
-        a, b, c, d, _, _ = obj["matrix"]
+        _, b, c, _, _, _ = obj["matrix"]
         return abs(b) < 1e-3 and abs(c) < 1e-3
 
     return page.filter(keep)
@@ -144,7 +145,8 @@ def pdf_text(path: Path) -> str:
                 right = [w for w in line if w["x0"] >= mid]
                 crossing = len(left) + len(right) < len(line)
                 gutter = (
-                    bool(left and right) and min(w["x0"] for w in right) - max(w["x1"] for w in left) >= 12
+                    bool(left and right)
+                    and min(w["x0"] for w in right) - max(w["x1"] for w in left) >= 12
                 )
                 in_block = bool(left_col or right_col)
                 if not crossing and (gutter or (in_block and not (left and right))):
@@ -237,9 +239,7 @@ def pptx_slides(path: Path) -> list[dict[str, Any]]:
             if shape.has_text_frame and shape != slide.shapes.title:
                 info["texts"].extend(p.text for p in shape.text_frame.paragraphs if p.text)
             if shape.has_table:
-                info["tables"].append(
-                    [[c.text for c in row.cells] for row in shape.table.rows]
-                )
+                info["tables"].append([[c.text for c in row.cells] for row in shape.table.rows])
             if shape.has_chart:
                 plot = shape.chart.plots[0]
                 info["charts"].append(

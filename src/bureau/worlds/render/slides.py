@@ -73,7 +73,12 @@ def write_pptx(path: Path, spec: DeckSpec) -> None:
         if slide_spec.table:
             header, rows = slide_spec.table
             shape = slide.shapes.add_table(
-                len(rows) + 1, len(header), Inches(0.5), top, Inches(9), Inches(0.3) * (len(rows) + 1)
+                len(rows) + 1,
+                len(header),
+                Inches(0.5),
+                top,
+                Inches(9),
+                Inches(0.3) * (len(rows) + 1),
             )
             for j, text in enumerate(header):
                 shape.table.cell(0, j).text = text
@@ -89,7 +94,12 @@ def write_pptx(path: Path, spec: DeckSpec) -> None:
             for name, values in series.items():
                 data.add_series(name, values)
             graphic = slide.shapes.add_chart(
-                CHART_TYPES[kind], Inches(1), top, Inches(8), Inches(4.8) - (top - Inches(1.5)), data
+                CHART_TYPES[kind],
+                Inches(1),
+                top,
+                Inches(8),
+                Inches(4.8) - (top - Inches(1.5)),
+                data,
             )
             chart = graphic.chart
             chart.has_legend = kind == "pie" or len(series) > 1

@@ -18,10 +18,8 @@ FIXED_DOC_TIME = "2026-01-01T00:00:00Z"
 _CORE_TIME = re.compile(r"(<dcterms:(?:created|modified)[^>]*>)[^<]*(<)")
 
 
-def normalize_ooxml(
-    path: Path, transform: Callable[[str, bytes], bytes] | None = None
-) -> None:
-    """Rewrite an OOXML zip in place with fixed timestamps; `transform(name, data)` may edit parts."""
+def normalize_ooxml(path: Path, transform: Callable[[str, bytes], bytes] | None = None) -> None:
+    """Rewrite an OOXML zip with fixed timestamps; `transform(name, data)` may edit parts."""
     with zipfile.ZipFile(path) as src:
         entries = [(info.filename, src.read(info.filename)) for info in src.infolist()]
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as dst:
