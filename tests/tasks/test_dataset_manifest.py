@@ -106,7 +106,7 @@ def test_every_broken_task_is_reported(tmp_path: Path, make_task: MakeTask) -> N
     ]
     assert [str(e) for e in report.task_errors["bad-config"]] == [
         f"{bad_config / 'task.toml'}: environment.workdir: "
-        'expected an absolute path (starting with /), got "rel"'
+        'expected an absolute path (such as /workspace, or C:\\workspace on Windows), got "rel"'
     ]
     assert len(report.errors) == 2
     assert "[no-verifier]" in report.summary() and "[bad-config]" in report.summary()

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import json
 import pickle
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -33,7 +36,8 @@ def problems(text: str) -> list[str]:
 
 def test_empty_file_takes_every_default() -> None:
     config = TaskConfig.loads("")
-    assert config.version == "1.0"
+    assert (config.schema_version, config.version) == ("1.4", None)
+    assert config.format_version == "1.4"
     assert config.task is None
     assert config.metadata == {} and config.solution == {}
     assert config.verifier.timeout_sec == 600.0 and config.verifier.env == {}
@@ -41,7 +45,9 @@ def test_empty_file_takes_every_default() -> None:
     env = config.environment
     assert env.docker_image is None
     assert (env.cpus, env.memory_mb, env.storage_mb) == (1, 2048, 10240)
-    assert env.network_mode == "none"
+    assert env.network_mode == "public"
+    assert env.allowed_hosts is None and env.allow_internet is None
+    assert env.memory is None and env.storage is None
     assert env.workdir == "/workspace"
     assert env.build_timeout_sec == 600.0
 
@@ -101,12 +107,17 @@ env = { SEED = "7" }
     again = TaskConfig.loads(config.dumps())
     assert again == config
     assert again.dumps() == config.dumps()
+    # The legacy version key is kept, and schema_version is not added next to it.
+    assert (again.version, again.schema_version, again.format_version) == ("1.3", None, "1.3")
+    assert 'version = "1.3"' in again.dumps() and "schema_version" not in again.dumps()
 
 
 def test_dumps_writes_resolved_values_and_omits_none() -> None:
     text = TaskConfig().dumps()
-    assert "docker_image" not in text
-    assert 'network_mode = "none"' in text
+    assert text.startswith('schema_version = "1.4"\n')
+    assert "\nversion" not in text
+    assert "docker_image" not in text and "allowed_hosts" not in text
+    assert 'network_mode = "public"' in text
     assert "[metadata]" not in text and "[solution]" not in text
     with_image = TaskConfig(environment=EnvironmentConfig(docker_image="python:3.11"))
     assert 'docker_image = "python:3.11"' in with_image.dumps()
@@ -115,6 +126,7 @@ def test_dumps_writes_resolved_values_and_omits_none() -> None:
 def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
     config = TaskConfig(
         task=TaskInfo(name="acme/a", keywords=["x"]),
+        environment=EnvironmentConfig(cpus=1.5, network_mode="no-network"),
         verifier=VerifierConfig(timeout_sec=30.0, env={"K": "v"}),
         agent=AgentConfig(timeout_sec=5.5),
         metadata={"kind": "lookup"},
@@ -129,15 +141,23 @@ def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
     [
         (
             "[environment]\ncpus = -2\n",
-            f"{SOURCE}: environment.cpus: expected an integer >= 1, got -2",
+            f"{SOURCE}: environment.cpus: expected a finite number > 0, got -2",
+        ),
+        (
+            "[environment]\ncpus = 0.0\n",
+            f"{SOURCE}: environment.cpus: expected a finite number > 0, got 0.0",
+        ),
+        (
+            "[environment]\ncpus = nan\n",
+            f"{SOURCE}: environment.cpus: expected a finite number > 0, got nan",
         ),
         (
             '[environment]\ncpus = "2"\n',
-            f'{SOURCE}: environment.cpus: expected an integer >= 1, got "2"',
+            f'{SOURCE}: environment.cpus: expected a finite number > 0, got "2"',
         ),
         (
             "[environment]\ncpus = true\n",
-            f"{SOURCE}: environment.cpus: expected an integer >= 1, got true",
+            f"{SOURCE}: environment.cpus: expected a finite number > 0, got true",
         ),
         (
             "[environment]\nmemory_mb = 2048.0\n",
@@ -145,13 +165,44 @@ def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
         ),
         (
             '[environment]\nworkdir = "workspace"\n',
-            f"{SOURCE}: environment.workdir: expected an absolute path (starting with /), "
-            'got "workspace"',
+            f"{SOURCE}: environment.workdir: expected an absolute path "
+            '(such as /workspace, or C:\\workspace on Windows), got "workspace"',
         ),
         (
-            '[environment]\nnetwork_mode = "public"\n',
-            f'{SOURCE}: environment.network_mode: expected one of "bridge", "none", "host", '
-            'got "public"',
+            '[environment]\nnetwork_mode = "none"\n',
+            f'{SOURCE}: environment.network_mode: expected one of "public", "no-network", '
+            '"allowlist", got "none"',
+        ),
+        (
+            '[environment]\nallowed_hosts = ["example.com"]\n',
+            f"{SOURCE}: environment.allowed_hosts: "
+            'expected no hosts unless network_mode = "allowlist", got an array',
+        ),
+        (
+            '[environment]\nnetwork_mode = "no-network"\nallowed_hosts = ["example.com"]\n',
+            f"{SOURCE}: environment.allowed_hosts: "
+            'expected no hosts unless network_mode = "allowlist", got an array',
+        ),
+        (
+            '[environment]\nnetwork_mode = "allowlist"\n'
+            'allowed_hosts = ["example.com", "https://example.com/x"]\n',
+            f'{SOURCE}: environment.allowed_hosts[1]: expected a hostname, a "*." wildcard '
+            "hostname, an IP address or an IP CIDR range (not a URL, port or path), "
+            'got "https://example.com/x"',
+        ),
+        (
+            '[environment]\nallow_internet = "yes"\n',
+            f'{SOURCE}: environment.allow_internet: expected true or false, got "yes"',
+        ),
+        (
+            '[environment]\nmemory = "4GB"\n',
+            f"{SOURCE}: environment.memory: expected a size: a number and G, M or K, "
+            'such as "4G" or "512M", got "4GB"',
+        ),
+        (
+            '[environment]\nstorage = "10G"\nstorage_mb = 1024\n',
+            f'{SOURCE}: environment.storage_mb: expected 10240, the same as storage = "10G", '
+            "got 1024",
         ),
         (
             '[environment]\ndocker_image = ""\n',
@@ -159,10 +210,21 @@ def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
         ),
         (
             'version = "2.0"\n',
-            f'{SOURCE}: version: expected a task format version "1.<minor>", such as "1.0", '
+            f'{SOURCE}: version: expected a task format version "1.<minor>", such as "1.4", '
             'got "2.0"',
         ),
         ("version = 1.0\n", f"{SOURCE}: version: expected a string, got 1.0"),
+        (
+            'schema_version = "1"\n',
+            f'{SOURCE}: schema_version: expected a task format version "1.<minor>", '
+            'such as "1.4", got "1"',
+        ),
+        ("schema_version = 1.4\n", f"{SOURCE}: schema_version: expected a string, got 1.4"),
+        (
+            '[task]\nname = "foo"\n',
+            f"{SOURCE}: task.name: expected 'org/name' (letters, digits, '-', '_', '.'), "
+            'got "foo"',
+        ),
         (
             "[verifier]\ntimeout_sec = 0\n",
             f"{SOURCE}: verifier.timeout_sec: expected a finite number > 0, got 0",
@@ -184,13 +246,12 @@ def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
             f'{SOURCE}: verifier.env."MY VAR": expected a string, got false',
         ),
         (
-            '[task]\nname = "a"\nkeywords = ["x", 3]\n',
+            '[task]\nname = "acme/a"\nkeywords = ["x", 3]\n',
             f"{SOURCE}: task.keywords[1]: expected a string, got 3",
         ),
         (
             '[task]\ndescription = "no name"\n',
-            f"{SOURCE}: task.name: expected a string (non-empty), "
-            "got nothing (the field is required)",
+            f"{SOURCE}: task.name: expected a string, got nothing (the field is required)",
         ),
         ("metadata = 3\n", f"{SOURCE}: metadata: expected a table, got 3"),
         ('environment = "big"\n', f'{SOURCE}: environment: expected a table, got "big"'),
@@ -199,6 +260,207 @@ def test_dump_and_load_through_a_file(tmp_path: Path) -> None:
 )
 def test_each_malformed_field_names_file_field_and_expectation(text: str, message: str) -> None:
     assert problems(text) == [message]
+
+
+HARBOR_TASK_TOML = """\
+schema_version = "1.4"
+source = "registry"
+artifacts = ["/logs/out.txt"]
+
+[task]
+name = "harbor/hello-world"
+version = "0.2.0"
+description = "Say hello"
+authors = [{ name = "Ada", email = "ada@example.com" }]
+keywords = ["demo"]
+
+[metadata]
+difficulty = "easy"
+
+[verifier]
+timeout_sec = 120.0
+user = 1000
+network_mode = "no-network"
+
+[agent]
+timeout_sec = 300.0
+network_mode = "allowlist"
+allowed_hosts = ["api.example.com"]
+
+[environment]
+network_mode = "allowlist"
+allowed_hosts = ["pypi.org", "*.pythonhosted.org", "10.0.0.0/8", "2001:db8::1"]
+build_timeout_sec = 600.0
+os = "linux"
+cpus = 0.5
+memory_mb = 4096
+storage_mb = 10240
+gpus = 0
+workdir = "/app"
+
+[solution.env]
+SEED = "7"
+"""
+
+
+def test_a_task_written_by_harbor_loads_and_round_trips() -> None:
+    config = TaskConfig.loads(HARBOR_TASK_TOML)
+    assert config.format_version == "1.4" and config.version is None
+    assert config.task is not None and config.task.name == "harbor/hello-world"
+    assert config.task.model_extra == {
+        "version": "0.2.0",
+        "authors": [{"name": "Ada", "email": "ada@example.com"}],
+    }
+    env = config.environment
+    assert (env.network_mode, env.cpus, env.workdir) == ("allowlist", 0.5, "/app")
+    assert env.allowed_hosts == ["pypi.org", "*.pythonhosted.org", "10.0.0.0/8", "2001:db8::1"]
+    assert config.agent.model_extra == {
+        "network_mode": "allowlist",
+        "allowed_hosts": ["api.example.com"],
+    }
+    text = config.dumps()
+    assert TaskConfig.loads(text) == config
+    assert "cpus = 0.5" in text and "version" not in tomllib.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "schema_version", "version"),
+    [
+        ("", "1.4", None),
+        ('schema_version = "1.2"\n', "1.2", None),
+        ('version = "1.0"\n', None, "1.0"),
+        ('schema_version = "1.4"\nversion = "1.0"\n', "1.4", "1.0"),
+    ],
+)
+def test_either_version_key_is_read_and_kept_as_given(
+    text: str, schema_version: str | None, version: str | None
+) -> None:
+    config = TaskConfig.loads(text)
+    assert (config.schema_version, config.version) == (schema_version, version)
+    # Harbor's precedence: schema_version wins over the legacy key.
+    assert config.format_version == (schema_version or version)
+    dumped = tomllib.loads(config.dumps())
+    assert (dumped.get("schema_version"), dumped.get("version")) == (schema_version, version)
+
+
+def test_configs_made_in_code_get_the_current_schema_version() -> None:
+    assert TaskConfig().schema_version == "1.4"
+    legacy = TaskConfig(version="1.1")
+    assert (legacy.schema_version, legacy.format_version) == (None, "1.1")
+    assert "schema_version" not in legacy.dumps()
+
+
+@pytest.mark.parametrize(
+    "name", ["acme/q3", "bureau/acme-q3-expenses", "A.b_c-1/x", "0/1", "org/name.v2"]
+)
+def test_org_slash_name_is_accepted(name: str) -> None:
+    config = TaskConfig.loads(f'[task]\nname = "{name}"\n')
+    assert config.task is not None and config.task.name == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["foo", "", "/x", "a/", "a/b/c", ".a/b", "a/-b", "a/b..c", "a b/c", "a/b\\n", "ä/b"],
+)
+def test_names_outside_org_slash_name_are_rejected(name: str) -> None:
+    text = tomli_w.dumps({"task": {"name": name}})
+    assert problems(text) == [
+        f"{SOURCE}: task.name: expected 'org/name' (letters, digits, '-', '_', '.'), "
+        f"got {json.dumps(name, ensure_ascii=False)}"
+    ]
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "example.com",
+        "EXAMPLE.com.",
+        " example.com ",
+        "*.example.com",
+        "localhost",
+        "192.0.2.1",
+        "192.0.2.0/24",
+        "2001:db8::1",
+        "2001:db8::/32",
+    ],
+)
+def test_allowed_hosts_take_what_harbor_takes(host: str) -> None:
+    config = TaskConfig.from_data(
+        {"environment": {"network_mode": "allowlist", "allowed_hosts": [host]}}
+    )
+    assert config.environment.allowed_hosts == [host]  # kept as written
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "",
+        "https://example.com",
+        "example.com:443",
+        "example.com/path",
+        "[2001:db8::1]",
+        "*.",
+        "*.192.0.2.1",
+        "a.*.example.com",
+        "under_score.com",
+        "192.0.2.1/24",
+        "fe80::1%eth0",
+    ],
+)
+def test_allowed_hosts_refuse_what_harbor_refuses(host: str) -> None:
+    with pytest.raises(TaskFormatErrors) as caught:
+        TaskConfig.from_data(
+            {"environment": {"network_mode": "allowlist", "allowed_hosts": [host]}}
+        )
+    assert [error.field for error in caught.value] == ["environment.allowed_hosts[0]"]
+
+
+def test_empty_allowed_hosts_are_fine_in_any_mode() -> None:
+    config = TaskConfig.loads('[environment]\nnetwork_mode = "no-network"\nallowed_hosts = []\n')
+    assert config.environment.allowed_hosts == []
+
+
+@pytest.mark.parametrize(
+    ("environment", "network_mode"),
+    [
+        ("allow_internet = false\n", "no-network"),
+        ("allow_internet = true\n", "public"),
+        # As in Harbor, an explicit network_mode or allowed_hosts makes allow_internet moot.
+        ('allow_internet = false\nnetwork_mode = "public"\n', "public"),
+        ('allow_internet = true\nnetwork_mode = "no-network"\n', "no-network"),
+        (
+            'allow_internet = false\nnetwork_mode = "allowlist"\nallowed_hosts = ["a.io"]\n',
+            "allowlist",
+        ),
+        ("", "public"),
+    ],
+)
+def test_legacy_allow_internet_is_read_as_harbor_reads_it(
+    environment: str, network_mode: str
+) -> None:
+    config = TaskConfig.loads("[environment]\n" + environment)
+    assert config.environment.network_mode == network_mode
+    # Written back with the resolved network_mode, which Harbor then takes over allow_internet.
+    text = config.dumps()
+    assert f'network_mode = "{network_mode}"' in text
+    assert ("allow_internet" in text) == ("allow_internet" in environment)
+    assert TaskConfig.loads(text) == config
+
+
+def test_legacy_size_strings_set_memory_and_storage() -> None:
+    config = TaskConfig.loads('[environment]\nmemory = "4G"\nstorage = "512M"\n')
+    env = config.environment
+    assert (env.memory, env.memory_mb, env.storage, env.storage_mb) == ("4G", 4096, "512M", 512)
+    again = TaskConfig.loads(config.dumps())
+    assert again == config
+    dumped = tomllib.loads(config.dumps())["environment"]
+    assert (dumped["memory"], dumped["memory_mb"]) == ("4G", 4096)
+
+
+def test_legacy_sizes_agreeing_with_the_new_fields_or_not_strings_are_accepted() -> None:
+    config = TaskConfig.loads('[environment]\nmemory = "2G"\nmemory_mb = 2048\nstorage = 5\n')
+    env = config.environment
+    assert (env.memory_mb, env.storage, env.storage_mb) == (2048, 5, 10240)
 
 
 def test_every_problem_in_a_file_is_reported_at_once() -> None:
@@ -263,6 +525,14 @@ _values = st.recursive(
 )
 _tables = st.dictionaries(_keys, _values, max_size=3)
 _seconds = st.floats(min_value=0, exclude_min=True, allow_nan=False, allow_infinity=False)
+_name_part = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._-]{0,6}", fullmatch=True).filter(
+    lambda part: ".." not in part
+)
+_org_names = st.builds("{}/{}".format, _name_part, _name_part)
+_versions = st.integers(min_value=0, max_value=99).map("1.{}".format)
+_hosts = st.sampled_from(
+    ["example.com", "*.example.com", "API.Example.org.", "192.0.2.1", "2001:db8::1", "10.0.0.0/8"]
+)
 
 
 def _extras(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
@@ -278,27 +548,38 @@ def task_configs(draw: st.DrawFn) -> TaskConfig:
         st.none()
         | st.builds(
             dict,
-            name=st.text(min_size=1, max_size=10),
+            name=_org_names,
             description=st.text(max_size=10),
             keywords=st.lists(st.text(max_size=5), max_size=3),
         )
     )
     if task is not None:
         task |= draw(_extras(TaskInfo))
+    network_mode = draw(st.sampled_from(["public", "no-network", "allowlist"]))
     environment = {
-        "cpus": draw(st.integers(min_value=1, max_value=512)),
+        "cpus": draw(st.integers(min_value=1, max_value=512) | _seconds),
         "memory_mb": draw(st.integers(min_value=1, max_value=2**40)),
         "storage_mb": draw(st.integers(min_value=1, max_value=2**40)),
-        "network_mode": draw(st.sampled_from(["bridge", "none", "host"])),
-        "workdir": "/" + draw(st.text(max_size=10)),
+        "network_mode": network_mode,
+        "workdir": draw(st.sampled_from(["/", "C:\\"])) + draw(st.text(max_size=10)),
         "build_timeout_sec": draw(_seconds),
         **draw(_extras(EnvironmentConfig)),
     }
     image = draw(st.none() | st.text(min_size=1, max_size=10))
     if image is not None:
         environment["docker_image"] = image
+    if network_mode == "allowlist" and draw(st.booleans()):
+        environment["allowed_hosts"] = draw(st.lists(_hosts, max_size=3))
+    allow_internet = draw(st.none() | st.booleans())
+    if allow_internet is not None:
+        environment["allow_internet"] = allow_internet
+    if draw(st.booleans()):
+        environment["memory"] = f"{environment['memory_mb']}M"
+    version_keys = draw(
+        st.sampled_from([(), ("version",), ("schema_version",), ("version", "schema_version")])
+    )
     data = {
-        "version": f"1.{draw(st.integers(min_value=0, max_value=99))}",
+        **{key: draw(_versions) for key in version_keys},
         "metadata": draw(_tables),
         "verifier": {
             "timeout_sec": draw(_seconds),

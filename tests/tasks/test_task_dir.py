@@ -115,7 +115,7 @@ def test_every_problem_is_reported_and_load_raises_them_all(make_task: MakeTask)
     )
     expected = [
         f"{root / 'instruction.md'}: expected a non-empty task prompt, got no text",
-        f"{root / 'task.toml'}: environment.cpus: expected an integer >= 1, got 0",
+        f"{root / 'task.toml'}: environment.cpus: expected a finite number > 0, got 0",
         f"{root / 'tests' / 'test.sh'}: expected the verifier script, got no such file",
         f"{root / 'solution' / 'solve.sh'}: expected the oracle solution script, got no such file",
     ]

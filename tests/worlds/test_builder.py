@@ -1,0 +1,143 @@
+"""Whole-split builds: disjoint splits, determinism, validity, oracle 1.0 and empty 0.0."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bureau.checks.offline import check_tasks
+from bureau.tasks.dataset import load_dataset, validate_dataset
+from bureau.worlds.builder import MANIFEST, BuildConfig, build_split, domain_module
+from bureau.worlds.spec import DOMAINS
+
+
+def _tree_hashes(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "build-report.json"
+    }
+
+
+@pytest.fixture(scope="module")
+def small_sets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three worlds per domain for train, one per domain for eval."""
+    root = tmp_path_factory.mktemp("sets")
+    build_split(BuildConfig("train", 9, 45, 11, root / "train", files_per_world=20))
+    build_split(BuildConfig("eval", 3, 18, 11, root / "eval", files_per_world=20))
+    return {"train": root / "train", "eval": root / "eval"}
+
+
+def test_splits_never_share_a_world_or_company(small_sets: dict[str, Path]) -> None:
+    manifests = {
+        split: json.loads((root / MANIFEST).read_text()) for split, root in small_sets.items()
+    }
+    ids = {s: {w["world_id"] for w in m["worlds"]} for s, m in manifests.items()}
+    companies = {s: {w["company"] for w in m["worlds"]} for s, m in manifests.items()}
+    assert ids["train"].isdisjoint(ids["eval"])
+    assert companies["train"].isdisjoint(companies["eval"])
+    assert all(t["split"] == "train" for t in manifests["train"]["tasks"])
+    domains = [w["domain"] for w in manifests["train"]["worlds"]]
+    assert sorted(domains) == sorted(list(DOMAINS) * 3)
+
+
+def test_every_task_validates_as_a_harbor_task(small_sets: dict[str, Path]) -> None:
+    for root in small_sets.values():
+        report = validate_dataset(root, require_solution=True)
+        assert report.ok, report.summary()
+        assert len(load_dataset(root).task_ids) == len(
+            json.loads((root / MANIFEST).read_text())["tasks"]
+        )
+
+
+@pytest.mark.parametrize("mode, expected", [("oracle", 1.0), ("empty", 0.0)])
+def test_oracle_scores_one_and_empty_scores_zero(
+    small_sets: dict[str, Path], mode: str, expected: float
+) -> None:
+    for root in small_sets.values():
+        dirs = sorted(p for p in root.iterdir() if (p / "task.toml").exists())
+        outcomes = check_tasks(dirs, mode, jobs=1)  # type: ignore[arg-type]
+        bad = [(o.task_id, o.reward, o.error, o.failed_criteria) for o in outcomes if not o.ok]
+        assert not bad
+        assert all(o.reward == expected for o in outcomes)
+
+
+def test_workspace_files_are_hard_links_shared_by_a_world(small_sets: dict[str, Path]) -> None:
+    root = small_sets["eval"]
+    manifest = json.loads((root / MANIFEST).read_text())
+    world = manifest["worlds"][0]["world_id"]
+    tasks = [t["path"] for t in manifest["tasks"] if t["world_id"] == world][:2]
+    a, b = (sorted((root / t / "environment" / "workspace").rglob("*.*")) for t in tasks)
+    assert [p.name for p in a] == [p.name for p in b]
+    assert all(os.path.samefile(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_rubric_is_never_visible_to_the_agent_or_the_oracle(small_sets: dict[str, Path]) -> None:
+    for task in (small_sets["eval"]).iterdir():
+        if not (task / "task.toml").exists():
+            continue
+        workspace = task / "environment" / "workspace"
+        assert not list(workspace.rglob("rubric.json"))
+        rubric = json.loads((task / "tests" / "rubric.json").read_text())
+        params = (task / "solution" / "params.json").read_text()
+        for key, value in rubric["gold"].items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 1000:
+                assert str(value) not in params, (task.name, key)
+
+
+def test_same_seed_same_bytes_whatever_the_worker_count(tmp_path: Path) -> None:
+    build_split(BuildConfig("eval", 3, 9, 5, tmp_path / "a", files_per_world=20, jobs=1))
+    build_split(BuildConfig("eval", 3, 9, 5, tmp_path / "b", files_per_world=20, jobs=2))
+    build_split(BuildConfig("eval", 3, 9, 6, tmp_path / "c", files_per_world=20, jobs=2))
+    a, b, c = (_tree_hashes(tmp_path / x) for x in "abc")
+    assert a == b
+    assert a != c
+
+
+def test_starter_worlds_are_small(tmp_path: Path) -> None:
+    report = build_split(BuildConfig("train", 3, 9, 3, tmp_path / "s", difficulty="starter"))
+    manifest = json.loads((tmp_path / "s" / MANIFEST).read_text())
+    assert all(5 <= w["n_files"] <= 10 for w in manifest["worlds"])
+    assert report["tasks"] == 9
+    outcomes = check_tasks(sorted(p for p in (tmp_path / "s").iterdir() if p.is_dir()), "oracle")
+    assert all(o.ok for o in outcomes), [o for o in outcomes if not o.ok]
+
+
+def test_templates_per_domain_and_deliverables() -> None:
+    for domain in DOMAINS:
+        templates = domain_module(domain).TEMPLATES
+        standard = [t for t in templates if "standard" in t.difficulties]
+        assert len(standard) >= 8, domain
+        assert sum(t.kind == "deliverable" for t in standard) >= 2, domain
+        assert {"fact", "multi_hop", "compute", "reconcile", "deliverable"} <= {
+            t.kind for t in standard
+        }
+        assert sum("starter" in t.difficulties for t in templates) >= 3, domain
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"worlds": 0, "tasks": 5}, "--worlds"),
+        ({"worlds": 4, "tasks": 3}, "--tasks"),
+        ({"worlds": 1, "tasks": 5, "files_per_world": 500}, "--files"),
+        ({"worlds": 1, "tasks": 5, "files_per_world": 12, "difficulty": "starter"}, "--files"),
+    ],
+)
+def test_bad_build_configs_name_the_option(
+    tmp_path: Path, kwargs: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        BuildConfig(split="train", seed=0, out=tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="--force"):
+        build_split(BuildConfig("train", 1, 1, 0, tmp_path / "x"))
+    assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
