@@ -27,7 +27,7 @@ typecheck: $(STAMP)
 	cd src/bureau/worlds/oracles && ../../../../$(VENV)/bin/mypy --config-file ../../../../pyproject.toml --no-namespace-packages $$(ls *.py)
 
 unit: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 --dist loadfile -q
 
 test: lint typecheck unit
 

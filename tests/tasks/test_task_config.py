@@ -117,8 +117,13 @@ def test_dumps_writes_resolved_values_and_omits_none() -> None:
     assert text.startswith('schema_version = "1.4"\n')
     assert "\nversion" not in text
     assert "docker_image" not in text and "allowed_hosts" not in text
-    assert 'network_mode = "public"' in text
+    # Defaults are not written: a Harbor task that leaves workdir or network_mode unset keeps
+    # Harbor's meaning of "unset" after a round trip through bureau.
+    assert "network_mode" not in text and "workdir" not in text
     assert "[metadata]" not in text and "[solution]" not in text
+    minimal = TaskConfig.loads('version = "1.0"\n[agent]\ntimeout_sec = 60.0\n')
+    assert minimal.environment.workdir == "/workspace"
+    assert minimal.dumps() == 'version = "1.0"\n\n[agent]\ntimeout_sec = 60.0\n'
     with_image = TaskConfig(environment=EnvironmentConfig(docker_image="python:3.11"))
     assert 'docker_image = "python:3.11"' in with_image.dumps()
 
@@ -442,7 +447,7 @@ def test_legacy_allow_internet_is_read_as_harbor_reads_it(
     assert config.environment.network_mode == network_mode
     # Written back with the resolved network_mode, which Harbor then takes over allow_internet.
     text = config.dumps()
-    assert f'network_mode = "{network_mode}"' in text
+    assert (f'network_mode = "{network_mode}"' in text) == bool(environment)
     assert ("allow_internet" in text) == ("allow_internet" in environment)
     assert TaskConfig.loads(text) == config
 

@@ -1,9 +1,11 @@
 """The task.toml of a Harbor task directory (schema 1.x), as typed pydantic models.
 
 The fields, their types and their allowed values follow Harbor's own `TaskConfig` (Harbor 0.26,
-`harbor.models.task.config`), so that every task.toml Harbor accepts loads here (within the
-fields modelled here) and every task.toml written here loads in Harbor. Harbor's legacy spellings
-are read the way Harbor reads them: a top-level `version` instead of `schema_version`,
+`harbor.models.task.config`), so that a task.toml Harbor accepts loads here (within the fields
+modelled here) and every task.toml written here loads in Harbor. The exceptions are deliberate:
+bureau does not coerce types, and refuses values that cannot work (a timeout or size of zero, a
+relative workdir, a format version other than 1.x). Harbor's legacy spellings are read the way
+Harbor reads them: a top-level `version` instead of `schema_version`,
 `[environment].allow_internet` instead of `network_mode`, and `memory` / `storage` size strings
 ("4G") instead of `memory_mb` / `storage_mb`; each is written back as it was given.
 
@@ -382,13 +384,17 @@ class TaskConfig(BaseModel):
         return cls.loads(text, source=path)
 
     def to_data(self) -> dict[str, Any]:
-        """Plain TOML-ready data: every field and unknown key, with None values left out."""
-        data: dict[str, Any] = _drop_none(self.model_dump(mode="python"))
+        """Plain TOML-ready data: the fields that were set and every unknown key.
+
+        Defaults that were never set are left out, so a task that leaves a field unset (Harbor
+        gives "unset" its own meaning, e.g. the image's working directory) keeps it unset.
+        """
+        data: dict[str, Any] = _drop_none(self.model_dump(mode="python", exclude_unset=True))
         _drop_empty_tables(self, data)
         return data
 
     def dumps(self) -> str:
-        """TOML text with every field (defaults included) and every unknown key.
+        """TOML text with every field that was set and every unknown key.
 
         Empty free-form tables ([metadata], [solution], [verifier.env]) are left out: they read
         back as the same empty default, and a human reading the file has less to skip.

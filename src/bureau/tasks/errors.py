@@ -7,8 +7,8 @@ problems in one pass (`TaskConfig.loads`, `load_task_dir`, `load_dataset`) raise
 return the same problems as a list instead of raising. `read_reward` raises a single
 `RewardFileError`, because a reward file is either readable or not.
 
-Pydantic's `ValidationError` is translated here, so that callers see "expected an integer >= 1,
-got -2" for `environment.cpus` rather than pydantic's internal error codes.
+Pydantic's `ValidationError` is translated here, so that callers see "expected an integer > 0,
+got -2" for `environment.memory_mb` rather than pydantic's internal error codes.
 """
 
 from __future__ import annotations
