@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mimetypes
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid
+from email.utils import format_datetime
 from pathlib import Path
 
 
@@ -33,7 +34,9 @@ def write_eml(path: Path, mail: Email, *, domain: str) -> str:
         msg["Cc"] = ", ".join(mail.cc)
     msg["Subject"] = mail.subject
     msg["Date"] = format_datetime(mail.sent)
-    message_id = mail.message_id or make_msgid(idstring=path.stem, domain=domain)
+    # Message-ID and MIME boundary derive from the content: the same world, the same bytes.
+    digest = hashlib.sha256(f"{path.name}|{mail.subject}|{mail.sent}|{mail.body}".encode())
+    message_id = mail.message_id or f"<{path.stem}.{digest.hexdigest()[:16]}@{domain}>"
     msg["Message-ID"] = message_id
     if mail.in_reply_to:
         msg["In-Reply-To"] = mail.in_reply_to
@@ -45,6 +48,8 @@ def write_eml(path: Path, mail: Email, *, domain: str) -> str:
         msg.add_attachment(
             attachment.read_bytes(), maintype=maintype, subtype=subtype, filename=attachment.name
         )
+    if msg.is_multipart():
+        msg.set_boundary(f"===============bureau-{digest.hexdigest()[16:40]}==")
     path.write_bytes(bytes(msg))
     return message_id
 

@@ -1,0 +1,567 @@
+"""Consulting worlds, part 3: task templates.
+
+Each template turns the world's facts into a question whose answer the oracle
+(`oracles/consulting.py`) finds in the files: facts read from decks, PDFs and notes,
+computations over the survey, multi-hop requests that point to a slide or an interview,
+reconciliations where later client mail overrides a document, and deliverables.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from ..fabric import long_date
+from ..spec import (
+    Difficulty,
+    Kind,
+    PdfProbe,
+    TaskSpec,
+    Template,
+    entities,
+    file_exists,
+    numeric,
+    pptx_content,
+    text,
+    xlsx_cell,
+)
+from .consulting_model import (
+    DECK_V2,
+    REGIONS,
+    SOW,
+    SURVEY,
+    YEARS,
+    ConsultingFacts,
+    Respondent,
+)
+
+ORDINAL = {1: "largest", 2: "second-largest", 3: "third-largest"}
+
+
+def _pick(items: list[Any], variant: int) -> Any:
+    return items[variant % len(items)]
+
+
+def _where(f: ConsultingFacts, rel: str) -> str:
+    return f" (`{rel}`)" if f.ctx.difficulty == "starter" else ""
+
+
+def _spec(
+    template: str,
+    kind: Kind,
+    title: str,
+    question: str,
+    keys: dict[str, str],
+    criteria: list[dict[str, Any]],
+    oracle: dict[str, Any],
+    signature: str,
+    **extra: Any,
+) -> TaskSpec:
+    gold = {c["field"]: c["expected"] for c in criteria if "field" in c}
+    return TaskSpec(
+        f"consulting.{template}",
+        kind,
+        title,
+        question,
+        keys,
+        criteria,
+        gold,
+        oracle,
+        f"{template}:{signature}",
+        **extra,
+    )
+
+
+def t_deck_tam(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    seg, year = _pick(f.segments, variant), rng.choice(YEARS[1:])
+    tam, sam = f.tam[seg][YEARS.index(year)], f.sam[seg][YEARS.index(year)]
+    return _spec(
+        "deck_tam",
+        "fact",
+        f"Market size of the {seg} segment in {year}",
+        f"{f.sponsor.name} ({f.sponsor.title}) needs the {year} total addressable market (TAM) "
+        f"and serviceable addressable market (SAM) of the {seg} segment, as shown in the latest "
+        f"version of the market-sizing deck{_where(f, DECK_V2)}, and the SAM as a percentage "
+        "of the TAM.",
+        {
+            "tam": "number, TAM in USD m as shown in the deck",
+            "sam": "number, SAM in USD m as shown in the deck",
+            "sam_share_pct": "number, SAM / TAM in percent, rounded to 1 decimal",
+        },
+        [
+            numeric("tam", tam, f"TAM {year} from the latest deck", rel_tol=1e-4, abs_tol=0.05),
+            numeric("sam", sam, f"SAM {year} from the latest deck", rel_tol=1e-4, abs_tol=0.05),
+            numeric("sam_share_pct", round(100 * sam / tam, 4), "SAM share of TAM", abs_tol=0.06),
+        ],
+        {"segment": seg, "year": year},
+        f"{seg}:{year}",
+    )
+
+
+def t_regional(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    rank = variant % 3 + 1
+    ranked = sorted(f.shares.items(), key=lambda kv: -kv[1])
+    (region, share), (_, after) = ranked[rank - 1], ranked[rank]
+    return _spec(
+        "regional_leader",
+        "fact",
+        f"The {ORDINAL[rank]} region by share of TAM",
+        f"The latest market-sizing deck charts each region's share of the {YEARS[0]} TAM. Which "
+        f"region has the {ORDINAL[rank]} share, what is that share, and by how many percentage "
+        "points does it exceed the share of the next region down?",
+        {
+            "region": "string, the region's name",
+            "share_pct": "number, its share in percent",
+            "lead_pp": "number, the gap to the next region in percentage points, 1 decimal",
+        },
+        [
+            text("region", region, "Names the region"),
+            numeric("share_pct", share, "States its share", abs_tol=0.05),
+            numeric("lead_pp", round(share - after, 1), "Computes the lead", abs_tol=0.06),
+        ],
+        {"rank": rank},
+        str(rank),
+    )
+
+
+def t_survey_sat(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    seg, threshold = _pick(f.segments, variant), 4 if variant % 2 == 0 else 5
+    region = None if variant < len(f.segments) else rng.choice(REGIONS)
+    rows = [r for r in f.survey if r.segment == seg and region in (None, r.region)]
+    hits = sum(1 for r in rows if r.satisfaction >= threshold)
+    scope = f"{seg} respondents" + (f" in {region}" if region else "")
+    rated = "4 or 5" if threshold == 4 else "5"
+    return _spec(
+        "survey_satisfaction",
+        "compute",
+        f"Satisfaction of {scope}",
+        f"Using the final customer survey results, how many {scope} are there, how many of them "
+        f"gave a satisfaction score of {rated}, what share of them is that, and what is their "
+        "average satisfaction score?",
+        {
+            "respondents": "number of respondents in scope",
+            "satisfied": f"number of them scoring {rated}",
+            "share_pct": "number, the share in percent, rounded to 1 decimal",
+            "avg_satisfaction": "number, their average score, rounded to 2 decimals",
+        },
+        [
+            numeric("respondents", len(rows), "Counts the respondents"),
+            numeric("satisfied", hits, "Counts the satisfied respondents"),
+            numeric(
+                "share_pct", round(100 * hits / len(rows), 4), "Computes the share", abs_tol=0.06
+            ),
+            numeric(
+                "avg_satisfaction",
+                round(sum(r.satisfaction for r in rows) / len(rows), 6),
+                "Averages the scores",
+                rel_tol=0,
+                abs_tol=0.006,
+            ),
+        ],
+        {"segment": seg, "region": region, "threshold": threshold},
+        f"{seg}:{region}:{threshold}",
+    )
+
+
+def _avg(rows: list[Respondent]) -> float:
+    return round(sum(r.wtp for r in rows) / len(rows), 6)
+
+
+def t_survey_wtp(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    seg = _pick(f.segments, variant)
+    rows = [r for r in f.survey if r.segment == seg]
+    by_region = sorted(
+        ((_avg([r for r in rows if r.region == g]), g) for g in REGIONS), reverse=True
+    )
+    if by_region[0][0] - by_region[1][0] < 1:
+        return None
+    return _spec(
+        "survey_wtp",
+        "compute",
+        f"Willingness to pay in the {seg} segment",
+        f"From the final customer survey: what is the average willingness to pay of {seg} "
+        f"respondents, which region's {seg} respondents have the highest average, and what is "
+        "that average? Round averages to 2 decimals.",
+        {
+            "avg_wtp": "number, USD",
+            "top_region": "string, the region",
+            "top_region_avg_wtp": "number, USD",
+        },
+        [
+            numeric("avg_wtp", _avg(rows), "Average WTP of the segment", rel_tol=0, abs_tol=0.006),
+            text("top_region", by_region[0][1], "Names the top region"),
+            numeric(
+                "top_region_avg_wtp",
+                by_region[0][0],
+                "Average WTP in the top region",
+                rel_tol=0,
+                abs_tol=0.006,
+            ),
+        ],
+        {"segment": seg},
+        seg,
+    )
+
+
+def t_interviewee(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    if not f.interview_mails:
+        return None
+    sender, when, iv = _pick(f.interview_mails, variant)
+    return _spec(
+        "interviewee_budget",
+        "multi_hop",
+        "Budget quoted in a customer interview",
+        f"On {long_date(when)}, {sender} emailed the engagement team a question about one of "
+        "the customer interviews. Answer it: who was the interviewee, which customer segment is "
+        "their company in, what annual budget did they quote, and when was the interview held?",
+        {
+            "interview_date": "date of the interview",
+            "interviewee": "string, the person's full name",
+            "segment": "string, the segment",
+            "budget": "number, the quoted annual budget in USD",
+        },
+        [
+            text("interviewee", iv.name, "Identifies the interviewee"),
+            text("segment", iv.segment, "Names the segment"),
+            numeric("budget", iv.budget, "States the quoted budget"),
+            text("interview_date", iv.held.isoformat(), "Dates the interview"),
+        ],
+        {"sender": sender, "date": when.isoformat()},
+        iv.name,
+    )
+
+
+def t_slide_request(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    if not f.requests:
+        return None
+    r = _pick(f.requests, variant)
+    how = "by email" if r.channel == "email" else "in the #engagement chat channel"
+    return _spec(
+        "slide_request",
+        "multi_hop",
+        f"Figure requested by {r.who}",
+        f"On {long_date(r.when)}, {r.who} asked {how} for a figure from a slide of the "
+        "market-sizing deck. Which segment and which measure (TAM or SAM) is it, and what is "
+        "the figure?",
+        {"segment": "string", "metric": 'string, "TAM" or "SAM"', "value": "number, USD m"},
+        [
+            text("segment", r.segment, "Names the segment"),
+            text("metric", r.metric, "Names the measure on that slide"),
+            numeric("value", r.value, "Reads the figure", rel_tol=1e-4, abs_tol=0.05),
+        ],
+        {"person": r.who, "date": r.when.isoformat(), "channel": r.channel},
+        f"{r.who}:{r.when}",
+    )
+
+
+def t_growth(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    order = sorted(f.revised) + [s for s in f.segments if s not in f.revised]
+    seg, year = _pick(order, variant), rng.choice(YEARS[3:])
+    g = f.current_growth(seg)
+    projected = round(f.tam[seg][0] * (1 + g / 100) ** (year - YEARS[0]), 4)
+    return _spec(
+        "growth_revision",
+        "reconcile",
+        f"Agreed growth and {year} TAM for {seg}",
+        f"The client has been revising the growth assumptions behind the market sizing. What "
+        f"annual growth rate does the latest market-sizing deck show for the {seg} segment, "
+        f"which rate is agreed now, and what {year} TAM does the agreed rate imply when "
+        f"compounded annually from the deck's {YEARS[0]} TAM for {seg}?",
+        {
+            "deck_growth_pct": "number, percent",
+            "agreed_growth_pct": "number, percent",
+            "tam": f"number, the implied {year} TAM in USD m, rounded to 1 decimal",
+        },
+        [
+            numeric("deck_growth_pct", f.growth[seg], "Reads the deck's rate"),
+            numeric("agreed_growth_pct", g, "Uses the latest client revision"),
+            numeric("tam", projected, "Projects the TAM", rel_tol=1e-4, abs_tol=0.06),
+        ],
+        {"segment": seg, "year": year},
+        f"{seg}:{year}",
+    )
+
+
+def t_industry(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    if not f.cagr:
+        return None
+    seg = _pick(f.segments, variant + 1)
+    cagr, agreed = f.cagr[seg], f.current_growth(seg)
+    return _spec(
+        "industry_cagr",
+        "fact",
+        f"Industry CAGR vs agreed growth: {seg}",
+        f"What CAGR does the published industry outlook report give for the {seg} segment, "
+        "what annual growth rate is currently agreed with the client for that segment, and "
+        "what is the difference (report minus agreed, in percentage points)?",
+        {
+            "report_cagr_pct": "number, percent",
+            "agreed_growth_pct": "number, percent",
+            "difference_pp": "number, percentage points (negative if the report is lower)",
+        },
+        [
+            numeric("report_cagr_pct", cagr, "Reads the report's CAGR"),
+            numeric("agreed_growth_pct", agreed, "Uses the agreed growth rate"),
+            numeric("difference_pp", round(cagr - agreed, 2), "Computes the difference"),
+        ],
+        {"segment": seg},
+        seg,
+        pdf_probe=PdfProbe(f.industry_pdf, f"{seg} outlook", cagr, "two_column"),
+    )
+
+
+def t_sow(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    m = _pick(f.milestones, variant)
+    return _spec(
+        "sow_milestone",
+        "fact",
+        f"SOW milestone: {m.name}",
+        f"According to the signed statement of work{_where(f, SOW)}, what fee is set for the "
+        f'milestone "{m.name}", what is its milestone number, when is it due, and what are the '
+        "total fees in the SOW?",
+        {
+            "fee": "number, USD",
+            "milestone_number": "number",
+            "due_date": "date",
+            "total_fees": "number, USD",
+        },
+        [
+            numeric("milestone_number", m.number, "Reads the milestone number"),
+            numeric("fee", m.fee, "Reads the milestone fee"),
+            text("due_date", m.due.isoformat(), "Reads the due date"),
+            numeric("total_fees", sum(x.fee for x in f.milestones), "States the total fees"),
+        ],
+        {"milestone": m.name},
+        m.name,
+        pdf_probe=PdfProbe(SOW, m.name, m.fee, "table"),
+    )
+
+
+def t_fee_change(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    if not f.approved_crs:
+        return None
+    order = sorted(f.milestones, key=lambda m: (m.revised_fee is None, m.number))
+    m = _pick(order, variant)
+    return _spec(
+        "fee_change",
+        "reconcile",
+        f"Current fee for {m.name}",
+        f'What fee did the signed statement of work set for the milestone "{m.name}", what is '
+        "its fee now, taking change requests into account, what do all milestones now cost in "
+        "total, and which change requests did the client approve?",
+        {
+            "original_fee": "number, USD, as signed",
+            "fee": "number, USD",
+            "total_fees": "number, USD",
+            "approved_change_requests": 'list of change request ids, e.g. ["CR-01"]',
+        },
+        [
+            numeric("original_fee", m.fee, "Reads the signed fee"),
+            numeric("fee", m.current_fee, "Uses the approved fee"),
+            numeric("total_fees", sum(x.current_fee for x in f.milestones), "Totals current fees"),
+            entities("approved_change_requests", f.approved_crs, "Lists the approved requests"),
+        ],
+        {"milestone": m.name},
+        m.name,
+    )
+
+
+def t_interview_budgets(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    seg = _pick(f.segments, variant)
+    ivs = [iv for iv in f.interviewees if iv.segment == seg]
+    if not ivs:
+        return None
+    return _spec(
+        "interview_budgets",
+        "compute",
+        f"Interview budgets in the {seg} segment",
+        f"Across all customer interview notes, which interviewees work at companies in the "
+        f"{seg} segment, what is the sum of the annual budgets they quoted, and what is the "
+        "largest single budget among them?",
+        {
+            "interviewees": "list of full names",
+            "total_budget": "number, USD",
+            "largest_budget": "number, USD",
+        },
+        [
+            entities("interviewees", [iv.name for iv in ivs], "Lists the interviewees"),
+            numeric("total_budget", sum(iv.budget for iv in ivs), "Sums their budgets"),
+            numeric("largest_budget", max(iv.budget for iv in ivs), "Finds the largest budget"),
+        ],
+        {"segment": seg},
+        seg,
+    )
+
+
+def t_deck_pptx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    year = YEARS[1 + variant % 5]
+    i, path, title = YEARS.index(year), "output/segment_sizing.pptx", f"Sizing by segment, {year}"
+    total = round(sum(f.tam[s][i] for s in f.segments), 1)
+
+    def cell(row: str, column: str, value: float, what: str) -> dict[str, Any]:
+        tc = {"row_label": row, "column": column, "expected": value, "rel_tol": 0, "abs_tol": 0.06}
+        return pptx_content(path, what, title=title, table_cell=tc)
+
+    s0, s1, s2 = (f.segments[(variant + k) % len(f.segments)] for k in range(3))
+    return _spec(
+        "segment_deck",
+        "deliverable",
+        f"Slide: TAM and SAM by segment, {year}",
+        f"{f.partner.name} wants a one-slide summary of the {year} market size by segment, "
+        "using the figures in the latest market-sizing deck.",
+        {"total_tam": f"number, the total {year} TAM of all segments in USD m"},
+        [
+            file_exists(path, "Produces the deck"),
+            cell(s0, "TAM (USD m)", f.tam[s0][i], f"TAM of {s0}"),
+            cell(s1, "TAM (USD m)", f.tam[s1][i], f"TAM of {s1}"),
+            cell(s2, "SAM (USD m)", f.sam[s2][i], f"SAM of {s2}"),
+            cell("Total", "TAM (USD m)", total, "Total row"),
+            numeric("total_tam", total, "Answers with the total TAM", rel_tol=0, abs_tol=0.06),
+        ],
+        {"year": year, "title": title, "path": path},
+        str(year),
+        deliverables={
+            path: (
+                f'a PowerPoint deck with a slide whose title is "{title}" and which holds a table '
+                'with the header row "Segment", "TAM (USD m)", "SAM (USD m)", one row per segment '
+                '(segment name in the first column, numbers as in the deck) and a last row "Total" '
+                "with the sums."
+            )
+        },
+    )
+
+
+def t_survey_xlsx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    region = _pick(list(REGIONS), variant)
+    rows = [r for r in f.survey if r.region == region]
+    path, sheet = "output/survey_averages.xlsx", "Averages"
+    crit = [file_exists(path, "Produces the workbook")]
+    for s in f.segments:
+        mine = [r for r in rows if r.segment == s]
+        crit.append(
+            xlsx_cell(path, sheet, _avg(mine), f"Average WTP of {s}", row_label=s, column="Avg WTP")
+        )
+    seg = _pick(f.segments, variant)
+    sat = [r.satisfaction for r in rows if r.segment == seg]
+    crit.append(
+        xlsx_cell(
+            path,
+            sheet,
+            round(sum(sat) / len(sat), 6),
+            f"Satisfaction of {seg}",
+            row_label=seg,
+            column="Avg Satisfaction",
+        )
+    )
+    crit.append(
+        xlsx_cell(
+            path,
+            sheet,
+            len(rows),
+            "Respondent count on the All row",
+            row_label="All",
+            column="Respondents",
+        )
+    )
+    crit.append(numeric("respondents", len(rows), "Answers with the respondent count"))
+    return _spec(
+        "survey_averages",
+        "deliverable",
+        f"Survey averages for {region}",
+        f"Build a workbook of customer survey averages per segment for respondents in {region}, "
+        "from the final survey results.",
+        {"respondents": f"number of survey respondents in {region}"},
+        crit,
+        {"region": region, "path": path},
+        region,
+        deliverables={
+            path: (
+                f'a workbook with a sheet named "{sheet}": row 1 holds "Segment", "Respondents", '
+                '"Avg Satisfaction", "Avg WTP"; one row per segment (name in column A) with its '
+                f"number of {region} respondents and their average satisfaction and willingness to "
+                'pay (USD), rounded to 2 decimals; a last row "All" for all of them together.'
+            )
+        },
+    )
+
+
+def t_starter_named(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    name = _pick(["TotalRespondents", "AvgSatisfaction", "AvgWTP"], variant)
+    values = [r.wtp if name == "AvgWTP" else r.satisfaction for r in f.survey]
+    value = len(values) if name == "TotalRespondents" else round(sum(values) / len(values), 6)
+    return _spec(
+        "starter_named_range",
+        "fact",
+        f"Named range {name}",
+        f"The survey workbook `{SURVEY}` defines the named range `{name}`. What value does it "
+        "hold, and on which sheet is it?",
+        {"value": "number, rounded to 2 decimals", "sheet": "string, the sheet's name"},
+        [
+            numeric("value", value, "Reads the named value", rel_tol=0, abs_tol=0.006),
+            text("sheet", "Summary", "Names the sheet"),
+        ],
+        {"name": name},
+        name,
+    )
+
+
+def t_starter_revision(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    seg = sorted(f.revised)[0]
+    return _spec(
+        "starter_growth_email",
+        "reconcile",
+        "Revised growth assumption",
+        f"Read the client's email `{f.revision_mails[0]}`. Which segment's growth assumption "
+        "does it revise, what rate does the client want now, and what rate did the deck use?",
+        {
+            "segment": "string",
+            "new_growth_pct": "number, percent",
+            "old_growth_pct": "number, percent",
+        },
+        [
+            text("segment", seg, "Names the segment"),
+            numeric("new_growth_pct", f.revised[seg], "States the new rate"),
+            numeric("old_growth_pct", f.growth[seg], "States the old rate"),
+        ],
+        {"path": f.revision_mails[0]},
+        seg,
+    )
+
+
+def t_starter_interview(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    iv = _pick(f.interviewees[:4], variant)
+    return _spec(
+        "starter_interview",
+        "fact",
+        f"Interview with {iv.name}",
+        f"In `{iv.file}`, what annual budget did {iv.name} quote, and which company do they "
+        "work for?",
+        {"budget": "number, USD", "company": "string"},
+        [
+            numeric("budget", iv.budget, "States the budget"),
+            text("company", iv.company, "Names the company"),
+        ],
+        {"path": iv.file, "name": iv.name},
+        iv.name,
+    )
+
+
+BOTH: tuple[Difficulty, ...] = ("standard", "starter")
+TEMPLATES = [
+    Template("consulting.deck_tam", "fact", t_deck_tam, BOTH),
+    Template("consulting.regional_leader", "fact", t_regional),
+    Template("consulting.survey_satisfaction", "compute", t_survey_sat),
+    Template("consulting.survey_wtp", "compute", t_survey_wtp),
+    Template("consulting.interviewee_budget", "multi_hop", t_interviewee),
+    Template("consulting.slide_request", "multi_hop", t_slide_request),
+    Template("consulting.growth_revision", "reconcile", t_growth),
+    Template("consulting.industry_cagr", "fact", t_industry),
+    Template("consulting.sow_milestone", "fact", t_sow, BOTH),
+    Template("consulting.fee_change", "reconcile", t_fee_change),
+    Template("consulting.interview_budgets", "compute", t_interview_budgets),
+    Template("consulting.segment_deck", "deliverable", t_deck_pptx),
+    Template("consulting.survey_averages", "deliverable", t_survey_xlsx),
+    Template("consulting.starter_named_range", "fact", t_starter_named, ("starter",)),
+    Template("consulting.starter_growth_email", "reconcile", t_starter_revision, ("starter",)),
+    Template("consulting.starter_interview", "fact", t_starter_interview, ("starter",)),
+]

@@ -1,0 +1,118 @@
+"""The consulting domain builds worlds whose files open and whose tasks the oracle solves.
+
+One small standard world and one starter world are built with the real builder; every file is
+opened with the library an agent would use, and every task is graded twice: the oracle's
+answers must pass all criteria, an empty answer none.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from email import policy
+from email.parser import BytesParser
+from pathlib import Path
+
+import docx
+import openpyxl
+import pdfplumber
+import pytest
+from pptx import Presentation
+
+from bureau.checks.offline import check_tasks
+from bureau.worlds import builder
+from bureau.worlds.domains import consulting
+from bureau.worlds.spec import Difficulty, WorldContext
+
+
+def _build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, difficulty: Difficulty) -> Path:
+    monkeypatch.setattr(builder, "DOMAINS", ("consulting",))
+    out = tmp_path / difficulty
+    tasks = 12 if difficulty == "standard" else 4
+    cfg = builder.BuildConfig(
+        split="train", worlds=1, tasks=tasks, seed=7, out=out, difficulty=difficulty, jobs=1
+    )
+    report = builder.build_split(cfg)
+    assert report["tasks"] == tasks
+    assert report["worlds_by_domain"]["consulting"] == 1
+    return out
+
+
+def _task_dirs(out: Path) -> list[Path]:
+    return sorted(p for p in out.iterdir() if (p / "task.toml").exists())
+
+
+def _open(path: Path) -> None:
+    suffix = path.suffix
+    if suffix == ".pdf":
+        with pdfplumber.open(path) as pdf:
+            assert pdf.pages and pdf.pages[0].extract_text()
+    elif suffix == ".xlsx":
+        assert openpyxl.load_workbook(path, data_only=True).sheetnames
+    elif suffix == ".docx":
+        assert docx.Document(str(path)).paragraphs
+    elif suffix == ".pptx":
+        assert len(Presentation(str(path)).slides) > 0
+    elif suffix == ".eml":
+        with path.open("rb") as fh:
+            msg = BytesParser(policy=policy.default).parse(fh)
+        assert msg["Subject"] and msg.get_body(preferencelist=("plain",)) is not None
+    elif suffix == ".json":
+        assert json.loads(path.read_text(encoding="utf-8"))["messages"]
+    else:
+        raise AssertionError(f"unexpected file type {path}")
+
+
+def test_templates_cover_the_kinds() -> None:
+    names = {t.name for t in consulting.TEMPLATES}
+    assert len(names) == len(consulting.TEMPLATES) >= 8
+    standard = [t for t in consulting.TEMPLATES if "standard" in t.difficulties]
+    starter = [t for t in consulting.TEMPLATES if "starter" in t.difficulties]
+    assert len(standard) >= 9 and len(starter) >= 3
+    assert {t.kind for t in standard} == {
+        "fact",
+        "multi_hop",
+        "compute",
+        "reconcile",
+        "deliverable",
+    }
+
+
+def test_standard_world_files_open_and_oracle_solves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _build(tmp_path, monkeypatch, "standard")
+    dirs = _task_dirs(out)
+    workspace = dirs[0] / "environment" / "workspace"
+    files = sorted(p for p in workspace.rglob("*") if p.is_file())
+    assert {p.suffix for p in files} >= {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}
+    for path in files:
+        _open(path)
+    manifest = json.loads((out / builder.MANIFEST).read_text())
+    assert len({t["template"] for t in manifest["tasks"]}) >= 8
+    for mode in ("oracle", "empty"):
+        bad = [o for o in check_tasks(dirs, mode, jobs=1) if not o.ok]
+        assert not bad, [(o.task_id, o.reward, o.error, o.failed_criteria) for o in bad]
+
+
+@pytest.mark.parametrize(("difficulty", "lo", "hi"), [("starter", 5, 5), ("standard", 18, 27)])
+def test_core_file_count(tmp_path: Path, difficulty: Difficulty, lo: int, hi: int) -> None:
+    ctx = WorldContext(
+        world_id="w",
+        domain="consulting",
+        split="train",
+        difficulty=difficulty,
+        company="Birch Retail",
+        workspace=tmp_path,
+        rng=random.Random(3),
+        n_files=40,
+    )
+    consulting.build(ctx)
+    assert lo <= len(ctx.files) <= hi
+
+
+def test_starter_world_oracle_solves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dirs = _task_dirs(_build(tmp_path, monkeypatch, "starter"))
+    for mode in ("oracle", "empty"):
+        bad = [o for o in check_tasks(dirs, mode, jobs=1) if not o.ok]
+        assert not bad, [(o.task_id, o.reward, o.error, o.failed_criteria) for o in bad]
