@@ -1,0 +1,631 @@
+"""Investment banking task templates: each turns the deal's facts into one question.
+
+Questions name what an analyst would be told (a fiscal year, a peer tab, who sent an email and
+when); the oracle finds everything else in the files. Numbers that must be rounded say how, and
+their tolerances cover either rounding path.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Any
+
+from ..fabric import day, long_date, slug
+from ..spec import PdfProbe, TaskSpec, Template, file_exists, numeric, text, xlsx_cell
+from ..spec import docx_content as docx_has
+from .banking_files import FIGURES, HIST_YEARS, TABS, BankFacts, Offer
+
+
+def _pick(items: list[Any], variant: int) -> Any:
+    return items[variant % len(items)]
+
+
+def _tie(value: float, digits: int) -> bool:
+    """True when `value` sits so near a rounding midpoint that the rounded form is ambiguous."""
+    scaled = abs(value) * 10**digits
+    return abs(scaled - int(scaled) - 0.5) < 0.02
+
+
+def _where(f: BankFacts, rel: str) -> str:
+    return f" (`{rel}`)" if f.ctx.difficulty == "starter" else ""
+
+
+def _median(f: BankFacts, tab: str, exclude: str | None, attr: str = "ev_ebitda") -> float:
+    return statistics.median(getattr(p, attr) for p in f.comps[tab] if p.name != exclude)
+
+
+def t_line_item(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    year = _pick(f.model.years, variant)
+    keys = ["revenue", "ebitda", "net_income"] + ([] if f.ctx.difficulty == "starter" else ["fcf"])
+    gold = {k: round(f.model.value(k, year), 4) for k in keys}
+    names = dict(revenue="Revenue", ebitda="EBITDA", net_income="Net income", fcf="Free cash flow")
+    return TaskSpec(
+        template="banking.model_line_item",
+        kind="fact",
+        title=f"{f.target} {year} financials from the model",
+        question=(
+            f"From the current three-statement model of {f.target}{_where(f, f.model_file)}, "
+            f"what are {year} revenue, EBITDA"
+            + (
+                ", net income and free cash flow? Older versions do not count."
+                if "fcf" in keys
+                else " and net income?"
+            )
+        ),
+        answer_keys={k: f"number, {names[k]} for {year} in $m" for k in keys},
+        criteria=[numeric(k, v, f"States {year} {names[k]}") for k, v in gold.items()],
+        gold=gold,
+        oracle={"year": year, "keys": keys},
+        signature=f"line:{year}",
+    )
+
+
+def t_dcf(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    delta = _pick([0.0, -0.5, 0.5, -1.0, 1.0], variant)
+    m = f.model
+    wacc = m.wacc + delta
+    fcf = [m.value("fcf", y) for y in m.years if y.endswith("E")]
+    w, g = wacc / 100, m.tg / 100
+    pv = sum(x / (1 + w) ** t for t, x in enumerate(fcf, start=1))
+    pv_tv = fcf[-1] * (1 + g) / (w - g) / (1 + w) ** len(fcf)
+    how = (
+        "at the model's WACC"
+        if delta == 0
+        else f"at the model's WACC {delta:+.1f} percentage points"
+    )
+    gold = {"wacc_pct": wacc, "pv_fcf": pv, "pv_terminal": pv_tv, "enterprise_value": pv + pv_tv}
+    return TaskSpec(
+        template="banking.dcf_valuation",
+        kind="compute",
+        title=f"DCF of {f.target} {how}",
+        question=(
+            f"Run a quick DCF of {f.target} off the current three-statement model {how}. Use "
+            "the model's named ranges WACC and TerminalGrowth and the free cash flow of each "
+            "projected year (columns ending in E), discounted at the end of each year (the first "
+            "projected year is year 1). The terminal value is the last projected free cash flow "
+            "grown one year at the terminal growth rate and capitalised at (WACC - growth), "
+            "discounted with the last projected year's factor."
+        ),
+        answer_keys={
+            "wacc_pct": "number, the discount rate used, in percent (e.g. 8.75)",
+            "pv_fcf": "number, sum of the present values of projected free cash flow, $m",
+            "pv_terminal": "number, present value of the terminal value, $m",
+            "enterprise_value": "number, the DCF enterprise value, $m",
+        },
+        criteria=[
+            numeric(
+                "wacc_pct", wacc, "Uses the model's WACC with the stated change", abs_tol=0.006
+            ),
+            numeric("pv_fcf", pv, "Discounts the projected free cash flows"),
+            numeric("pv_terminal", pv_tv, "Values the terminal year"),
+            numeric("enterprise_value", pv + pv_tv, "Adds up the enterprise value"),
+        ],
+        gold=gold,
+        oracle={"delta": delta},
+        signature=f"dcf:{delta}",
+    )
+
+
+def t_comps_stats(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    tab = _pick(list(TABS), variant)
+    peers = f.comps[tab]
+    drop = f.outliers[tab] if variant < 2 else _pick(peers, variant // 2 + rng.randint(0, 5)).name
+    kept = [p.ev_ebitda for p in peers if p.name != drop]
+    med, mean = statistics.median(kept), statistics.fmean(kept)
+    return TaskSpec(
+        template="banking.comps_stats",
+        kind="compute",
+        title=f"EV/EBITDA of the {tab} excluding {drop}",
+        question=(
+            f"Using the {tab} tab of the latest trading comps workbook"
+            f"{_where(f, f.comps_file)}, compute each peer's EV/EBITDA from its enterprise value "
+            f"and EBITDA, leave out {drop}, and give the median and mean multiple of the rest, "
+            "each rounded to 2 decimals. The workbook's own summary rows include every peer."
+        ),
+        answer_keys={
+            "peer_count": "number of peers used",
+            "median_ev_ebitda": "number, median EV/EBITDA, 2 decimals",
+            "mean_ev_ebitda": "number, mean EV/EBITDA, 2 decimals",
+        },
+        criteria=[
+            numeric("peer_count", len(kept), "Counts the peers used"),
+            numeric("median_ev_ebitda", med, "Median multiple", abs_tol=0.006),
+            numeric("mean_ev_ebitda", mean, "Mean multiple", abs_tol=0.006),
+        ],
+        gold={"peer_count": len(kept), "median_ev_ebitda": med, "mean_ev_ebitda": mean},
+        oracle={"tab": tab, "exclude": drop},
+        signature=f"comps:{tab}:{drop}",
+    )
+
+
+def _implied(f: BankFacts, tab: str, year: str) -> dict[str, float]:
+    med = _median(f, tab, f.outliers[tab])
+    ebitda = f.model.value("ebitda", year)
+    ev = med * ebitda
+    return {
+        "median_ev_ebitda": med,
+        "ebitda": ebitda,
+        "implied_ev": ev,
+        "implied_equity_value": ev - f.net_debt,
+        "per_share": (ev - f.net_debt) / f.shares,
+    }
+
+
+def t_implied(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    tab = _pick(list(TABS), variant)
+    year = _pick([y for y in f.model.years if y.endswith("E")], variant // 2)
+    gold = _implied(f, tab, year)
+    return TaskSpec(
+        template="banking.implied_value",
+        kind="compute",
+        title=f"Implied value of {f.target} at the {tab} median",
+        question=(
+            f"Value {f.target} on trading comps: take the median EV/EBITDA of the {tab} tab of "
+            f"the latest comps workbook, leaving out {f.outliers[tab]}, and apply it (unrounded) "
+            f"to {year} EBITDA from the current three-statement model. Subtract net debt at "
+            "FY2024A from the model's balance sheet to get equity value, and divide by the "
+            "target's diluted shares in the merger model."
+        ),
+        answer_keys={
+            "median_ev_ebitda": "number, the median multiple, 2 decimals",
+            "ebitda": f"number, {year} EBITDA, $m",
+            "implied_ev": "number, implied enterprise value, $m",
+            "implied_equity_value": "number, implied equity value, $m",
+            "per_share": "number, implied value per share, $",
+        },
+        criteria=[
+            numeric("median_ev_ebitda", gold["median_ev_ebitda"], "Median multiple", abs_tol=0.006),
+            numeric("ebitda", gold["ebitda"], f"Uses {year} EBITDA of the current model"),
+            numeric("implied_ev", gold["implied_ev"], "Implied enterprise value"),
+            numeric(
+                "implied_equity_value",
+                gold["implied_equity_value"],
+                "Bridges to equity",
+                rel_tol=2e-3,
+            ),
+            numeric("per_share", gold["per_share"], "Value per share", rel_tol=2e-3),
+        ],
+        gold=gold,
+        oracle={"tab": tab, "exclude": f.outliers[tab], "year": year},
+        signature=f"implied:{tab}:{year}",
+    )
+
+
+def t_guidance(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    who, when, purpose, tab = _pick(f.guidance, variant)
+    year = _pick([y for y in f.model.years if y.endswith("E")], variant // 2)
+    gold = _implied(f, tab, year)
+    return TaskSpec(
+        template="banking.peer_guidance",
+        kind="multi_hop",
+        title=f"Comps valuation for {purpose}",
+        question=(
+            f"On {long_date(when)}, {who.name} emailed the team which peer tab of the trading "
+            f"comps to use for {purpose}. Using that tab of the latest comps workbook, without "
+            "the peer that #deal-team flagged as the outlier on that tab, what is the median "
+            f"EV/EBITDA, and what enterprise value does it imply for {f.target} on {year} EBITDA "
+            "from the current three-statement model (apply the unrounded median)?"
+        ),
+        answer_keys={
+            "peer_tab": "string, the name of the tab used",
+            "excluded_peer": "string, the peer left out",
+            "median_ev_ebitda": "number, median EV/EBITDA, 2 decimals",
+            "implied_ev": "number, implied enterprise value, $m",
+        },
+        criteria=[
+            text("peer_tab", tab, "Follows the email's peer tab"),
+            text("excluded_peer", f.outliers[tab], "Leaves out the flagged outlier"),
+            numeric("median_ev_ebitda", gold["median_ev_ebitda"], "Median multiple", abs_tol=0.006),
+            numeric("implied_ev", gold["implied_ev"], "Implied enterprise value"),
+        ],
+        gold={**gold, "peer_tab": tab, "excluded_peer": f.outliers[tab]},
+        oracle={"sender": who.name, "date": when.isoformat(), "year": year},
+        signature=f"guidance:{tab}:{year}",
+    )
+
+
+def _offer_terms(f: BankFacts, offer: Offer) -> dict[str, float]:
+    equity = offer.price * f.shares
+    return {
+        "offer_price": offer.price,
+        "equity_value": equity,
+        "premium_pct": (offer.price / f.unaffected - 1) * 100,
+        "enterprise_value": equity + f.net_debt,
+    }
+
+
+PHRASES = {
+    "equity_value": "equity value",
+    "premium_pct": "premium to the unaffected share price",
+    "enterprise_value": "enterprise value",
+}
+
+
+def t_revised_offer(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    starter = f.ctx.difficulty == "starter"
+    as_of = f.latest.since if starter or variant % 2 == 0 else day(f.offers[1].since, 5)
+    offer = f.offer_on(as_of)
+    terms = _offer_terms(f, offer)
+    ask = _pick(
+        [
+            ["equity_value", "premium_pct"],
+            ["equity_value", "enterprise_value"],
+            ["premium_pct", "enterprise_value"],
+        ],
+        variant // 2,
+    )
+    if starter:
+        ask = ask[:1]
+    desc = {
+        "equity_value": (
+            "number, offer price times the target's diluted shares, $m",
+            "Implied equity value at that offer",
+        ),
+        "premium_pct": (
+            "number, premium to the unaffected share price, %, 1 decimal",
+            "Premium to the unaffected price",
+        ),
+        "enterprise_value": (
+            "number, equity value plus FY2024A net debt from the current three-statement model, $m",
+            "Implied enterprise value",
+        ),
+    }
+    when = "now stands" if as_of == f.latest.since else f"stood on {long_date(as_of)}"
+    where = f" The revision is in `{f.offers[1].mail}`." if starter else ""
+    criteria = [numeric("offer_price", offer.price, "Uses the offer price in force")]
+    for key in ask:
+        tol = 0.06 if key == "premium_pct" else 0.01
+        criteria.append(numeric(key, terms[key], desc[key][1], abs_tol=tol))
+    return TaskSpec(
+        template="banking.revised_offer",
+        kind="reconcile",
+        title=f"Project {f.code} offer as it {when}",
+        question=(
+            f"The board presentation for Project {f.code}{_where(f, f.deck_file)} shows an "
+            f"offer price for {f.target}, but the offer has moved since.{where} What is the "
+            f"offer price per share as it {when}, and what "
+            + " and ".join(PHRASES[k] for k in ask)
+            + " does it imply? Take the unaffected share price and the target's diluted share "
+            "count from the board presentation's transaction overview."
+        ),
+        answer_keys={
+            "offer_price": "number, offer price per share in $",
+            **{k: desc[k][0] for k in ask},
+        },
+        criteria=criteria,
+        gold={k: terms[k] for k in ["offer_price", *ask]},
+        oracle={"as_of": as_of.isoformat()},
+        signature=f"offer:{as_of}:{'+'.join(ask)}",
+    )
+
+
+def t_revised_accretion(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    k = variant % 3
+    offer = f.latest
+    ad = f.merger.run(offer.price, offer.synergies, f.shares, k)
+    return TaskSpec(
+        template="banking.revised_accretion",
+        kind="reconcile",
+        title=f"Year {k + 1} accretion / dilution at the latest terms",
+        question=(
+            f"The merger model for Project {f.code} still runs at the board presentation's offer "
+            "price and synergies. Rerun year "
+            f"{k + 1} at the latest offer price and run-rate synergies from the deal emails, "
+            "keeping every other merger-model input (consideration mix, cost of debt, tax rate, "
+            "phase-in, net incomes, share counts). Report new shares issued, pro-forma EPS "
+            "rounded to 2 decimals and accretion / (dilution) in percent to 1 decimal, computed "
+            "from unrounded EPS (negative for dilution)."
+        ),
+        answer_keys={
+            "offer_price": "number, the latest offer price per share, $",
+            "synergies": "number, the latest run-rate synergies, $m",
+            "new_shares": "number, new acquirer shares issued, millions",
+            "pro_forma_eps": "number, pro-forma EPS, $, 2 decimals",
+            "accretion_pct": "number, accretion (dilution negative), %, 1 decimal",
+        },
+        criteria=[
+            numeric("offer_price", offer.price, "Uses the latest offer price"),
+            numeric("synergies", offer.synergies, "Uses the latest synergies"),
+            numeric("new_shares", ad["new_shares"], "New shares at the latest price"),
+            numeric("pro_forma_eps", ad["pf_eps"], "Pro-forma EPS", abs_tol=0.006),
+            numeric("accretion_pct", ad["accretion"], "Accretion / dilution", abs_tol=0.06),
+        ],
+        gold={"offer_price": offer.price, "synergies": offer.synergies, **ad},
+        oracle={"year": k + 1},
+        signature=f"reaccretion:{k}",
+    )
+
+
+def t_merger(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    k = variant % 3
+    ad = f.merger.run(f.offers[0].price, f.offers[0].synergies, f.shares, k)
+    return TaskSpec(
+        template="banking.merger_accretion",
+        kind="fact",
+        title=f"Merger model: year {k + 1} accretion / dilution",
+        question=(
+            f"What does the Project {f.code} merger model show for year {k + 1}: the offer price "
+            "it runs at, the acquirer's standalone EPS, pro-forma EPS and accretion / (dilution)?"
+        ),
+        answer_keys={
+            "offer_price": "number, the model's offer price per share, $",
+            "standalone_eps": "number, standalone EPS, $, 2 decimals",
+            "pro_forma_eps": "number, pro-forma EPS, $, 2 decimals",
+            "accretion_pct": "number, accretion (dilution negative), %, 1 decimal",
+        },
+        criteria=[
+            numeric("offer_price", f.offers[0].price, "Reads the model's offer price"),
+            numeric("standalone_eps", ad["sa_eps"], "Standalone EPS", abs_tol=0.006),
+            numeric("pro_forma_eps", ad["pf_eps"], "Pro-forma EPS", abs_tol=0.006),
+            numeric("accretion_pct", ad["accretion"], "Accretion / dilution", abs_tol=0.06),
+        ],
+        gold={"offer_price": f.offers[0].price, **ad},
+        oracle={"year": k + 1},
+        signature=f"accretion:{k}",
+    )
+
+
+def t_range(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    method, low, high = _pick(f.methods, variant)
+    top = max(f.methods, key=lambda m: m[2])[0]
+    return TaskSpec(
+        template="banking.valuation_range",
+        kind="fact",
+        title=f"Football field: {method}",
+        question=(
+            f"In the final board presentation for Project {f.code} (not the draft), what range "
+            f"of value per share does the football field give for {method}, and what is its "
+            "midpoint? Which methodology reaches the highest value per share?"
+        ),
+        answer_keys={
+            "low": "number, low end, $ per share",
+            "high": "number, high end, $ per share",
+            "midpoint": "number, midpoint of the range, $ per share",
+            "highest_method": "string, methodology with the highest high end",
+        },
+        criteria=[
+            numeric("low", low, "Low end of the range"),
+            numeric("high", high, "High end of the range"),
+            numeric("midpoint", (low + high) / 2, "Midpoint"),
+            text("highest_method", top, "Names the methodology with the highest value"),
+        ],
+        gold={"low": low, "high": high, "midpoint": (low + high) / 2, "highest_method": top},
+        oracle={"method": method},
+        signature=f"range:{method}",
+    )
+
+
+def t_segment(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    names = sorted(f.segments)
+    seg = _pick(names, variant)
+    j = 1 + (variant // len(names) + rng.randint(0, 1)) % 2
+    year = HIST_YEARS[j]
+    value = f.segments[seg][j]
+    total = sum(v[j] for v in f.segments.values())
+    share = value / total * 100
+    growth = (value / f.segments[seg][j - 1] - 1) * 100
+    starter = f.ctx.difficulty == "starter"
+    criteria = [
+        numeric("revenue", value, f"{seg} revenue in {year}"),
+        numeric("share_pct", share, "Share of total revenue", abs_tol=0.06),
+    ]
+    keys = {
+        "revenue": f"number, {seg} revenue in {year}, $m",
+        "share_pct": "number, its share of total revenue that year, %, 1 decimal",
+    }
+    if not starter:
+        criteria.append(numeric("growth_pct", growth, "Growth on the prior year", abs_tol=0.06))
+        keys["growth_pct"] = f"number, growth on {HIST_YEARS[j - 1]}, %, 1 decimal"
+    return TaskSpec(
+        template="banking.cim_segment",
+        kind="fact",
+        title=f"CIM: {seg} revenue in {year}",
+        question=(
+            f"According to the historical financials by segment in the Project {f.code} CIM"
+            f"{_where(f, f.cim_file)}, what was {seg} revenue in {year}"
+            + (
+                " and its share of total revenue?"
+                if starter
+                else f", its share of total revenue and its growth on {HIST_YEARS[j - 1]}?"
+            )
+        ),
+        answer_keys=keys,
+        criteria=criteria,
+        gold={"revenue": value, "share_pct": share, "growth_pct": growth},
+        oracle={"segment": seg, "year": year},
+        signature=f"segment:{seg}:{year}",
+        pdf_probe=PdfProbe(f.cim_file, seg, value, "table"),
+    )
+
+
+def t_profile(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    keys = sorted(rng.sample(sorted(FIGURES), 3), key=list(FIGURES).index)
+    first = keys[variant % 3]
+    return TaskSpec(
+        template="banking.cim_profile",
+        kind="fact",
+        title=f"{f.target} profile from the CIM",
+        question=(
+            f"From the business description in the Project {f.code} CIM, what are these "
+            f"figures for {f.target}: " + "; ".join(FIGURES[k][1] for k in keys) + "?"
+        ),
+        answer_keys={k: f"number, the {FIGURES[k][1]}" for k in keys},
+        criteria=[numeric(k, f.figures[k], f"States the {FIGURES[k][1]}") for k in keys],
+        gold={k: f.figures[k] for k in keys},
+        oracle={"keys": keys},
+        signature=f"profile:{'+'.join(keys)}",
+        pdf_probe=PdfProbe(f.cim_file, FIGURES[first][0], f.figures[first], "two_column"),
+    )
+
+
+def t_comps_output(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    tab = _pick(list(TABS), variant)
+    exclude = f.outliers[tab] if variant % 4 < 2 else None
+    peers = [p for p in f.comps[tab] if p.name != exclude]
+    path = f"output/comps_{slug(tab).replace('-', '_')}.xlsx"
+    med = _median(f, tab, exclude)
+    med_rev = _median(f, tab, exclude, "ev_revenue")
+    criteria = [file_exists(path, "Produces the comps workbook")]
+    criteria += [
+        xlsx_cell(
+            path,
+            "Comps",
+            round(p.ev_ebitda, 2),
+            f"EV/EBITDA of {p.name}",
+            row_label=p.name,
+            column="EV/EBITDA",
+        )
+        for p in rng.sample(peers, 3)
+    ]
+    criteria += [
+        xlsx_cell(
+            path, "Comps", med, "Median EV/EBITDA row", row_label="Median", column="EV/EBITDA"
+        ),
+        xlsx_cell(
+            path, "Comps", med_rev, "Median EV/Revenue row", row_label="Median", column="EV/Revenue"
+        ),
+        numeric("peer_count", len(peers), "Counts the peers in the output"),
+    ]
+    left = f", leaving out {exclude}" if exclude else ", every peer on the tab"
+    return TaskSpec(
+        template="banking.comps_output",
+        kind="deliverable",
+        title=f"Comps output: {tab}",
+        question=(
+            f"Prepare a clean comps output for the {tab} tab of the latest trading comps "
+            f"workbook{left}: each peer's EV/EBITDA and EV/Revenue computed from enterprise "
+            "value, EBITDA and revenue, and the median of each multiple."
+        ),
+        answer_keys={"peer_count": "number of peers in the output"},
+        deliverables={
+            path: (
+                'a workbook with a sheet named "Comps". Row 1 holds the headers "Company", '
+                '"EV/EBITDA", "EV/Revenue"; one row per peer follows (company name in column A, '
+                'multiples as numbers rounded to 2 decimals); then a row with "Median" in column '
+                "A and the median of each multiple."
+            )
+        },
+        criteria=criteria,
+        gold={"peer_count": len(peers), "median_ev_ebitda": med, "median_ev_revenue": med_rev},
+        oracle={"tab": tab, "exclude": exclude, "path": path},
+        signature=f"comps_out:{tab}:{exclude}",
+    )
+
+
+def t_memo(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    kind = variant % 3
+    path = "output/deal_update_memo.docx"
+    offer = f.latest
+    terms = _offer_terms(f, offer)
+    purpose = ""
+    answer: tuple[str, float, str] = ("offer_price", offer.price, "the latest offer price, $")
+    if kind == 0:
+        heading = f"Project {f.code}: revised offer terms"
+        lines = [
+            f"offer price per share: {offer.price:.2f}",
+            f"implied equity value: {terms['equity_value']:.1f}",
+            f"premium to unaffected price: {terms['premium_pct']:.1f}%",
+        ]
+        ask = (
+            "the latest offer price per share (2 decimals), the implied equity value (offer "
+            "price times the target's diluted shares in the board presentation, in $m, 1 "
+            "decimal) and the premium to the unaffected share price (%, 1 decimal)"
+        )
+        if _tie(terms["premium_pct"], 1):
+            return None
+    elif kind == 1:
+        _, _, purpose, tab = _pick(f.guidance, variant // 3)
+        med = _median(f, tab, f.outliers[tab])
+        heading = f"Project {f.code}: trading comparables"
+        lines = [
+            f"peer set: {tab}",
+            f"excluded peer: {f.outliers[tab]}",
+            f"median EV/EBITDA: {med:.2f}",
+        ]
+        ask = (
+            f"the comps tab the team's email guidance says to use for {purpose}, the outlier "
+            "#deal-team flagged on that tab, and the median EV/EBITDA of the remaining peers "
+            "in the latest comps (2 decimals)"
+        )
+        answer = ("median_ev_ebitda", med, "the median EV/EBITDA, 2 decimals")
+        if _tie(med, 2):
+            return None
+    else:
+        heading = f"Project {f.code}: synergy case update"
+        lines = [
+            f"board presentation synergies: {f.offers[0].synergies}",
+            f"latest synergies: {offer.synergies}",
+            f"offer price per share: {offer.price:.2f}",
+        ]
+        ask = (
+            "the run-rate synergies shown in the board presentation, the latest run-rate "
+            "synergies from the deal emails (both in $m, whole numbers) and the latest offer "
+            "price per share (2 decimals)"
+        )
+    statements = "; ".join(f'"{line.split(":")[0]}: ..."' for line in lines)
+    key, value, desc = answer
+    return TaskSpec(
+        template="banking.deal_memo",
+        kind="deliverable",
+        title=heading,
+        question=(
+            f"{f.md.name} wants a one-page Project {f.code} update memo for {f.cfo.name} "
+            f"({f.cfo.title}) covering {ask}."
+        ),
+        answer_keys={key: f"number, {desc}"},
+        deliverables={
+            path: (
+                f'a Word document whose first heading (style "Heading 1") reads "{heading}", '
+                "with one paragraph per statement, each written as label, colon, value: "
+                f"{statements} (plain numbers: no currency signs or thousands separators)."
+            )
+        },
+        criteria=[
+            file_exists(path, "Produces the memo"),
+            docx_has(path, heading, "Has the required heading", style="Heading 1"),
+            *[docx_has(path, line, f"States the {line.split(':')[0]}") for line in lines],
+            numeric(key, value, f"Answers with {desc}", abs_tol=0.006),
+        ],
+        gold={key: value, "lines": lines},
+        oracle={"heading": heading, "kind": kind, "purpose": purpose},
+        signature=f"memo:{kind}:{lines[0]}",
+    )
+
+
+def t_named(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    pairs = [("WACC", "TaxRate"), ("WACC", "TerminalGrowth"), ("TaxRate", "TerminalGrowth")]
+    names = _pick(pairs, variant)
+    value = {"WACC": f.model.wacc, "TaxRate": f.model.tax, "TerminalGrowth": f.model.tg}
+    return TaskSpec(
+        template="banking.starter_named_range",
+        kind="fact",
+        title=f"Named ranges {' and '.join(names)}",
+        question=(
+            f"Open `{f.model_file}`. What values do the named ranges {names[0]} and {names[1]} "
+            "hold? Give them in percent (0.0875 is 8.75)."
+        ),
+        answer_keys={n.lower(): f"number, {n} in percent" for n in names},
+        criteria=[numeric(n.lower(), value[n], f"Reads {n}", abs_tol=0.006) for n in names],
+        gold={n.lower(): value[n] for n in names},
+        oracle={"names": list(names)},
+        signature=f"named:{'+'.join(names)}",
+    )
+
+
+TEMPLATES = [
+    Template("banking.model_line_item", "fact", t_line_item, ("standard", "starter")),
+    Template("banking.dcf_valuation", "compute", t_dcf),
+    Template("banking.comps_stats", "compute", t_comps_stats, ("standard", "starter")),
+    Template("banking.implied_value", "compute", t_implied),
+    Template("banking.peer_guidance", "multi_hop", t_guidance),
+    Template("banking.revised_offer", "reconcile", t_revised_offer, ("standard", "starter")),
+    Template("banking.revised_accretion", "reconcile", t_revised_accretion),
+    Template("banking.merger_accretion", "fact", t_merger),
+    Template("banking.valuation_range", "fact", t_range),
+    Template("banking.cim_segment", "fact", t_segment, ("standard", "starter")),
+    Template("banking.cim_profile", "fact", t_profile),
+    Template("banking.comps_output", "deliverable", t_comps_output),
+    Template("banking.deal_memo", "deliverable", t_memo),
+    Template("banking.starter_named_range", "fact", t_named, ("starter",)),
+]

@@ -1,0 +1,110 @@
+"""The banking domain builds deal worlds whose files open and whose tasks the oracle solves.
+
+A small standard world is built with the real builder. Every file is opened with the library an
+agent would use, the model workbooks carry cached formula values and named ranges, and each task
+is graded twice: the oracle's answers must pass every criterion, an empty answer none.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from email import policy
+from email.parser import BytesParser
+from pathlib import Path
+
+import docx
+import openpyxl
+import pdfplumber
+import pytest
+from pptx import Presentation
+
+from bureau.checks.offline import check_tasks
+from bureau.worlds import builder
+from bureau.worlds.domains import banking
+from bureau.worlds.spec import Difficulty, WorldContext
+
+KINDS = {"fact", "multi_hop", "compute", "reconcile", "deliverable"}
+
+
+def _open(path: Path) -> None:
+    if path.suffix == ".pdf":
+        with pdfplumber.open(path) as pdf:
+            assert pdf.pages and pdf.pages[0].extract_text()
+    elif path.suffix == ".xlsx":
+        assert openpyxl.load_workbook(path, data_only=True).sheetnames
+    elif path.suffix == ".docx":
+        assert docx.Document(str(path)).paragraphs
+    elif path.suffix == ".pptx":
+        assert len(Presentation(str(path)).slides) > 0
+    elif path.suffix == ".eml":
+        with path.open("rb") as fh:
+            msg = BytesParser(policy=policy.default).parse(fh)
+        assert msg["Subject"] and msg.get_body(preferencelist=("plain",)) is not None
+    elif path.suffix == ".json":
+        assert json.loads(path.read_text(encoding="utf-8"))["messages"]
+    else:
+        raise AssertionError(f"unexpected file type {path}")
+
+
+def _world(tmp_path: Path, difficulty: Difficulty) -> WorldContext:
+    ctx = WorldContext(
+        world_id="w",
+        domain="banking",
+        split="train",
+        difficulty=difficulty,
+        company="Amber Capital",
+        workspace=tmp_path,
+        rng=random.Random("banking-test"),
+        n_files=40,
+    )
+    banking.build(ctx)
+    return ctx
+
+
+def test_templates_cover_every_kind() -> None:
+    names = [t.name for t in banking.TEMPLATES]
+    assert len(set(names)) == len(names) >= 8
+    standard = [t for t in banking.TEMPLATES if "standard" in t.difficulties]
+    assert len(standard) >= 9 and {t.kind for t in standard} == KINDS
+    assert sum(t.kind == "deliverable" for t in standard) >= 2
+    assert sum("starter" in t.difficulties for t in banking.TEMPLATES) >= 3
+
+
+def test_starter_world_writes_five_core_files(tmp_path: Path) -> None:
+    ctx = _world(tmp_path, "starter")
+    assert len(ctx.files) == 5
+    assert {Path(f).suffix for f in ctx.files} == {".xlsx", ".pptx", ".pdf", ".eml"}
+
+
+def test_model_has_cached_formulas_and_named_ranges(tmp_path: Path) -> None:
+    ctx = _world(tmp_path, "standard")
+    (current,) = [f for f in ctx.files if f.endswith("_v4.xlsx")]
+    (stale,) = [f for f in ctx.files if f.endswith("_v3.xlsx")]
+    formulas = openpyxl.load_workbook(tmp_path / current)
+    values = openpyxl.load_workbook(tmp_path / current, data_only=True)
+    assert {"WACC", "TaxRate", "TerminalGrowth"} <= set(values.defined_names)
+    assert formulas["IS"]["B6"].value.startswith("=") and values["IS"]["B6"].value is not None
+    assert values["IS"]["A6"].value == "EBITDA"
+    old = openpyxl.load_workbook(tmp_path / stale, data_only=True)
+    assert old["Assumptions"]["B3"].value != values["Assumptions"]["B3"].value  # WACC differs
+
+
+def test_standard_world_opens_and_oracle_solves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(builder, "DOMAINS", ("banking",))
+    out = tmp_path / "standard"
+    cfg = builder.BuildConfig(split="train", worlds=1, tasks=12, seed=7, out=out, jobs=1)
+    report = builder.build_split(cfg)
+    assert report["tasks"] == 12 and report["worlds_by_domain"]["banking"] == 1
+    dirs = sorted(p for p in out.iterdir() if (p / "task.toml").exists())
+    files = sorted(p for p in (dirs[0] / "environment" / "workspace").rglob("*") if p.is_file())
+    assert {p.suffix for p in files} == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}
+    for path in files:
+        _open(path)
+    manifest = json.loads((out / builder.MANIFEST).read_text())
+    assert len({t["template"] for t in manifest["tasks"]}) >= 8
+    for mode in ("oracle", "empty"):
+        bad = [o for o in check_tasks(dirs, mode, jobs=1) if not o.ok]
+        assert not bad, [(o.task_id, o.reward, o.error, o.failed_criteria) for o in bad]
