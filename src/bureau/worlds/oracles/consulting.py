@@ -9,8 +9,6 @@ later client decisions win.
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -382,13 +380,5 @@ def solve(params: dict[str, Any], workspace: Path) -> None:
     SOLVERS[params["template"]](workspace, params)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--params", type=Path, required=True)
-    parser.add_argument("--workspace", type=Path, required=True)
-    args = parser.parse_args()
-    solve(json.loads(args.params.read_text()), args.workspace)
-
-
 if __name__ == "__main__":
-    main()
+    lib.run_solver(SOLVERS, __doc__)

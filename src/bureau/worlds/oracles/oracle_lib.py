@@ -8,9 +8,10 @@ would. PDFs are read layout-aware: two-column pages in column order, ruled table
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime
 from email import policy
 from email.parser import BytesParser
@@ -322,3 +323,17 @@ def write_table_pptx(path: Path, title: str, header: list[str], rows: list[list[
         for j, value in enumerate(row):
             shape.table.cell(i, j).text = str(value)
     prs.save(str(path))
+
+
+# -- command line ----------------------------------------------------------------------------
+Solver = Callable[[Path, dict[str, Any]], None]
+
+
+def run_solver(solvers: dict[str, Solver], description: str | None) -> None:
+    """The command line of every oracle: `solve.py --params P --workspace W`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--params", type=Path, required=True)
+    parser.add_argument("--workspace", type=Path, required=True)
+    args = parser.parse_args()
+    params = json.loads(args.params.read_text())
+    solvers[params["template"]](args.workspace, params)

@@ -1,0 +1,400 @@
+"""Corporate-law task templates: questions about a world, with criteria and oracle params."""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+from typing import Any
+
+from ..fabric import long_date
+from ..spec import (
+    PdfProbe,
+    TaskSpec,
+    Template,
+    docx_content,
+    entities,
+    file_exists,
+    numeric,
+    text,
+    xlsx_cell,
+)
+from .law_model import REGISTER, Contract, LawFacts
+
+
+def _executed(f: LawFacts) -> list[Contract]:
+    return [c for c in f.contracts if c.executed_pdf]
+
+
+def _pick(items: list[Any], variant: int) -> Any:
+    return items[variant % len(items)] if items else None
+
+
+def t_liability_cap(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    c = _pick(_executed(f), variant)
+    starter = f.ctx.difficulty == "starter"
+    where = f" (`{c.executed_pdf}`)" if starter else ""
+    return TaskSpec(
+        template="law.liability_cap",
+        kind="fact",
+        title=f"Liability cap and governing law: {c.counterparty}",
+        question=(
+            f"{f.gc.name} ({f.gc.title}) needs two terms of the executed {c.kind} between "
+            f"{f.ctx.company} and {c.counterparty}{where}: the cap on each party's aggregate "
+            "liability, and the law that governs the agreement. Drafts do not count."
+        ),
+        answer_keys={
+            "liability_cap": "number, the aggregate liability cap in USD",
+            "governing_law": 'string, the jurisdiction whose law governs (e.g. "New York")',
+        },
+        criteria=[
+            numeric("liability_cap", c.liability_cap, "States the executed liability cap"),
+            text("governing_law", c.governing_law, "Names the governing law"),
+        ],
+        gold={"liability_cap": c.liability_cap, "governing_law": c.governing_law},
+        oracle={"counterparty": c.counterparty},
+        signature=f"cap:{c.cid}",
+        pdf_probe=PdfProbe(
+            c.executed_pdf, "Limitation of Liability", c.liability_cap, "two_column"
+        ),
+    )
+
+
+def t_fee_schedule(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    c = _pick(_executed(f), variant + 1)
+    (r1, rate1), (r2, rate2) = rng.sample(c.fees, 2)
+    h1, h2 = rng.randint(2, 40) * 5, rng.randint(2, 40) * 5
+    total = h1 * rate1 + h2 * rate2
+    return TaskSpec(
+        template="law.fee_schedule",
+        kind="compute",
+        title=f"Cost of a work order under the {c.counterparty} agreement",
+        question=(
+            f"Finance wants to check a work order under the executed {c.kind} with "
+            f"{c.counterparty}: {h1} hours of {r1} and {h2} hours of {r2}, billed at the hourly "
+            "rates in the agreement's fee schedule. What is the hourly rate of each role, and "
+            "what does the work order cost in total?"
+        ),
+        answer_keys={
+            "rate_1": f"number, the hourly rate of {r1} in USD",
+            "rate_2": f"number, the hourly rate of {r2} in USD",
+            "total_cost": "number, the total cost of the work order in USD",
+        },
+        criteria=[
+            numeric("rate_1", rate1, f"Hourly rate of {r1}"),
+            numeric("rate_2", rate2, f"Hourly rate of {r2}"),
+            numeric("total_cost", total, "Total cost of the work order"),
+        ],
+        gold={"rate_1": rate1, "rate_2": rate2, "total_cost": total},
+        oracle={"counterparty": c.counterparty, "roles": [r1, r2], "hours": [h1, h2]},
+        signature=f"fees:{c.cid}:{r1}:{r2}",
+        pdf_probe=PdfProbe(c.executed_pdf, r1, rate1, "table"),
+    )
+
+
+def _deadline(c: Contract) -> date:
+    return c.expiry - timedelta(days=c.current_notice_days)
+
+
+def t_notice(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    c = _pick(_executed(f), variant)
+    return TaskSpec(
+        template="law.notice_current",
+        kind="reconcile",
+        title=f"Termination notice for the {c.counterparty} agreement",
+        question=(
+            f"{f.ctx.company} may let its {c.kind} with {c.counterparty} end at its expiry date "
+            "and terminate it for convenience. How many days of written notice does the "
+            "agreement currently require, taking into account any amendment, and what is the "
+            "latest date on which notice can be served so that it ends on its expiry date? "
+            "Count the notice period back in calendar days from the expiry date."
+        ),
+        answer_keys={
+            "notice_days": "number, the notice period currently in force, in days",
+            "expiry_date": "date, the agreement's expiry date",
+            "notice_deadline": "date, the latest date to serve notice",
+        },
+        criteria=[
+            numeric("notice_days", c.current_notice_days, "Uses the notice period in force"),
+            text("expiry_date", c.expiry.isoformat(), "States the expiry date"),
+            text("notice_deadline", _deadline(c).isoformat(), "Computes the notice deadline"),
+        ],
+        gold={
+            "notice_days": c.current_notice_days,
+            "expiry_date": c.expiry.isoformat(),
+            "notice_deadline": _deadline(c).isoformat(),
+        },
+        oracle={"counterparty": c.counterparty},
+        signature=f"notice:{c.cid}",
+    )
+
+
+def t_register_total(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    law = _pick(sorted({c.governing_law for c in f.contracts}), variant)
+    year = rng.choice(sorted({c.expiry.year for c in f.contracts}))
+    chosen = [c for c in f.contracts if c.governing_law == law or c.expiry.year == year]
+    total = sum(c.annual_value for c in chosen)
+    return TaskSpec(
+        template="law.register_total",
+        kind="compute",
+        title=f"Contract value: {law} law or expiring in {year}",
+        question=(
+            f"For a risk review, the CFO needs the contracts in the contract register that are "
+            f"governed by {law} law or expire in {year} (or both). How many such contracts are "
+            "there, and what is their combined annual value? List their contract ids."
+        ),
+        answer_keys={
+            "count": "number of contracts",
+            "total_annual_value": "number, their combined annual value in USD",
+            "contract_ids": "list of the contract ids",
+        },
+        criteria=[
+            numeric("count", len(chosen), "Counts the matching contracts"),
+            numeric("total_annual_value", total, "Sums their annual value"),
+            entities("contract_ids", [c.cid for c in chosen], "Lists exactly the matching ids"),
+        ],
+        gold={"count": len(chosen), "total_annual_value": total},
+        oracle={"law": law, "year": year},
+        signature=f"register:{law}:{year}",
+    )
+
+
+def t_board_votes(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    meeting = _pick(f.meetings, variant)
+    r = _pick(meeting.resolutions, variant // max(1, len(f.meetings)) + rng.randint(0, 3))
+    where = f" (`{meeting.file}`)" if f.ctx.difficulty == "starter" else ""
+    return TaskSpec(
+        template="law.board_votes",
+        kind="fact",
+        title=f"Board vote on resolution {r.number} ({long_date(meeting.held)})",
+        question=(
+            f"At the board meeting of {long_date(meeting.held)}{where}, resolution {r.number} "
+            f'("{r.title}") was put to a vote. Which directors voted against it, who abstained, '
+            "and did it pass? A resolution passes when more directors vote for it than against."
+        ),
+        answer_keys={
+            "voted_against": "list of director names",
+            "abstained": "list of director names (empty if none)",
+            "passed": 'string, "yes" or "no"',
+        },
+        criteria=[
+            entities("voted_against", r.against, "Names exactly the directors against"),
+            entities("abstained", r.abstain, "Names exactly the abstaining directors"),
+            text("passed", "yes" if r.passed else "no", "Says whether it passed"),
+        ],
+        gold={"voted_against": r.against, "abstained": r.abstain, "passed": r.passed},
+        oracle={"meeting_date": meeting.held.isoformat(), "resolution": r.number},
+        signature=f"votes:{meeting.held}:{r.number}",
+    )
+
+
+def t_nda(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    if not f.flags:
+        return None
+    who, when, cid = _pick(f.flags, variant)
+    contract = next(c for c in f.contracts if c.cid == cid)
+    nda = next(n for n in f.ndas if n.counterparty == contract.counterparty)
+    return TaskSpec(
+        template="law.nda_confidentiality",
+        kind="multi_hop",
+        title="Confidentiality obligations for a flagged contract",
+        question=(
+            f"On {long_date(when)}, {who} asked in the #legal-ops channel how long our "
+            "confidentiality obligations last towards the counterparty of the contract that "
+            "Finance flagged. Who is that counterparty, and on what date do the confidentiality "
+            "obligations under our NDA with them end?"
+        ),
+        answer_keys={
+            "counterparty": "string, the counterparty's name",
+            "confidentiality_end": "date the confidentiality obligations end",
+        },
+        criteria=[
+            text("counterparty", contract.counterparty, "Identifies the counterparty"),
+            text(
+                "confidentiality_end",
+                nda.confidentiality_end.isoformat(),
+                "Computes the end of the confidentiality obligations",
+            ),
+        ],
+        gold={
+            "counterparty": contract.counterparty,
+            "confidentiality_end": nda.confidentiality_end.isoformat(),
+        },
+        oracle={"person": who, "date": when.isoformat()},
+        signature=f"nda:{cid}",
+    )
+
+
+def t_litigation(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    matter = _pick(f.matters, variant)
+    total = sum(m.claimed for m in f.matters)
+    return TaskSpec(
+        template="law.litigation_exposure",
+        kind="reconcile",
+        title="Litigation exposure and next hearing",
+        question=(
+            f"For the board pack, {f.gc.name} needs the total amount claimed against "
+            f"{f.ctx.company} across all matters in the litigation folder, and the date of the "
+            f"next hearing in {matter.name}, as it stands after any rescheduling."
+        ),
+        answer_keys={
+            "total_claimed": "number, total amount claimed in USD",
+            "next_hearing": f"date of the next hearing in {matter.name}",
+        },
+        criteria=[
+            numeric("total_claimed", total, "Sums the claims across all matters"),
+            text("next_hearing", matter.next_hearing.isoformat(), "Uses the current hearing date"),
+        ],
+        gold={"total_claimed": total, "next_hearing": matter.next_hearing.isoformat()},
+        oracle={"matter": matter.name},
+        signature=f"litigation:{matter.name}",
+    )
+
+
+def t_expiring(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    expiries = sorted(c.expiry for c in f.contracts)
+    lo = expiries[variant % 2]
+    hi = expiries[min(len(expiries) - 1, variant % 2 + rng.randint(2, 4))]
+    chosen = sorted((c for c in f.contracts if lo <= c.expiry <= hi), key=lambda c: c.expiry)
+    path = "output/expiring_contracts.xlsx"
+    total = sum(c.annual_value for c in chosen)
+    criteria = [file_exists(path, "Produces the workbook")]
+    criteria += [
+        xlsx_cell(
+            path,
+            "Expiring",
+            c.annual_value,
+            f"Lists {c.cid} with its annual value",
+            row_label=c.cid,
+            column="Annual Value",
+        )
+        for c in chosen[:5]
+    ]
+    criteria.append(
+        xlsx_cell(
+            path,
+            "Expiring",
+            total,
+            "Total row sums the annual values",
+            row_label="Total",
+            column="Annual Value",
+        )
+    )
+    criteria.append(numeric("count", len(chosen), "Counts the expiring contracts"))
+    return TaskSpec(
+        template="law.expiring_schedule",
+        kind="deliverable",
+        title=f"Schedule of contracts expiring {lo.isoformat()} to {hi.isoformat()}",
+        question=(
+            f"Prepare a schedule of every contract in the contract register that expires between "
+            f"{lo.isoformat()} and {hi.isoformat()} inclusive, sorted by expiry date."
+        ),
+        answer_keys={"count": "number of contracts in the schedule"},
+        deliverables={
+            path: (
+                'a workbook with a sheet named "Expiring". Row 1 holds the headers '
+                '"Contract ID", "Counterparty", "Expiry", "Annual Value"; one row per contract '
+                "follows (Contract ID in column A, annual value in USD as a number); the last "
+                'row has "Total" in column A and the sum of the annual values under '
+                '"Annual Value".'
+            )
+        },
+        criteria=criteria,
+        gold={"count": len(chosen), "total": total, "contract_ids": [c.cid for c in chosen]},
+        oracle={"from": lo.isoformat(), "to": hi.isoformat()},
+        signature=f"expiring:{lo}:{hi}",
+    )
+
+
+def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    c = _pick(_executed(f), variant + 2)
+    path = "output/termination_memo.docx"
+    heading = f"Termination of the {c.kind} with {c.counterparty}"
+    deadline = _deadline(c).isoformat()
+    return TaskSpec(
+        template="law.termination_memo",
+        kind="deliverable",
+        title=f"Termination memo: {c.counterparty}",
+        question=(
+            f"{f.gc.name} wants a short internal memo on terminating the {c.kind} with "
+            f"{c.counterparty} at its expiry date. The memo must state the notice period in force "
+            "(after any amendment) and the latest date to serve notice, counting the notice "
+            "period back in calendar days from the expiry date."
+        ),
+        answer_keys={"notice_deadline": "date, the latest date to serve notice"},
+        deliverables={
+            path: (
+                f'a Word document whose first heading (style "Heading 1") reads "{heading}", '
+                'with a paragraph that says "notice period: N days" (N the number of days) and '
+                'a paragraph that says "serve notice by: YYYY-MM-DD".'
+            )
+        },
+        criteria=[
+            file_exists(path, "Produces the memo"),
+            docx_content(path, heading, "Has the required heading", style="Heading 1"),
+            docx_content(
+                path, f"notice period: {c.current_notice_days} days", "States the notice period"
+            ),
+            docx_content(path, f"serve notice by: {deadline}", "States the deadline"),
+            text("notice_deadline", deadline, "Answers with the deadline"),
+        ],
+        gold={"notice_days": c.current_notice_days, "notice_deadline": deadline},
+        oracle={"counterparty": c.counterparty, "heading": heading},
+        signature=f"memo:{c.cid}",
+    )
+
+
+def t_starter_register(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    c = _pick(f.contracts, variant)
+    return TaskSpec(
+        template="law.starter_register_value",
+        kind="fact",
+        title=f"Register lookup: {c.cid}",
+        question=(
+            f"Look up contract {c.cid} in `{REGISTER}`. Who is the counterparty, and what is "
+            "the contract's annual value?"
+        ),
+        answer_keys={
+            "counterparty": "string, the counterparty's name",
+            "annual_value": "number, annual value in USD",
+        },
+        criteria=[
+            text("counterparty", c.counterparty, "Names the counterparty"),
+            numeric("annual_value", c.annual_value, "States the annual value"),
+        ],
+        gold={"counterparty": c.counterparty, "annual_value": c.annual_value},
+        oracle={"cid": c.cid},
+        signature=f"starter_register:{c.cid}",
+    )
+
+
+def t_starter_hearing(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    m = f.matters[0]
+    return TaskSpec(
+        template="law.starter_hearing_email",
+        kind="reconcile",
+        title=f"Hearing date: {m.name}",
+        question=(
+            f"The case memo for {m.name} lists a hearing date, but read the email "
+            f"`{f.hearing_mail}` too. On what date is the hearing now listed?"
+        ),
+        answer_keys={"next_hearing": "date of the hearing as now listed"},
+        criteria=[text("next_hearing", m.next_hearing.isoformat(), "Uses the rescheduled date")],
+        gold={"next_hearing": m.next_hearing.isoformat()},
+        oracle={"matter": m.name},
+        signature=f"starter_hearing:{m.name}",
+    )
+
+
+TEMPLATES = [
+    Template("law.liability_cap", "fact", t_liability_cap, ("standard", "starter")),
+    Template("law.fee_schedule", "compute", t_fee_schedule),
+    Template("law.notice_current", "reconcile", t_notice),
+    Template("law.register_total", "compute", t_register_total),
+    Template("law.board_votes", "fact", t_board_votes, ("standard", "starter")),
+    Template("law.nda_confidentiality", "multi_hop", t_nda),
+    Template("law.litigation_exposure", "reconcile", t_litigation),
+    Template("law.expiring_schedule", "deliverable", t_expiring),
+    Template("law.termination_memo", "deliverable", t_memo),
+    Template("law.starter_register_value", "fact", t_starter_register, ("starter",)),
+    Template("law.starter_hearing_email", "reconcile", t_starter_hearing, ("starter",)),
+]
