@@ -74,13 +74,17 @@ def print_build_report(report: dict[str, Any]) -> None:
         ("worlds", f"{report['worlds']} {report['worlds_by_domain']}"),
         ("tasks", str(report["tasks"])),
         ("files", str(report["files"])),
-        ("templates per domain", str(report["templates_per_domain"])),
+        ("templates used per domain", str(report["templates_used"])),
+        ("templates available", str(report["templates_available"])),
         ("tasks by kind", str(report["tasks_by_kind"])),
         ("criteria per task (mean)", f"{report['avg_criteria']:.2f}"),
         ("tasks with file deliverables", f"{report['deliverable_fraction']:.1%}"),
         (
             "naive PDF extraction wrong",
-            "n/a" if rate is None else f"{rate:.1%} of {report['pdf_layout_tasks']} PDF tasks",
+            "n/a"
+            if rate is None
+            else f"{rate:.1%} of {report['pdf_layout_tasks']} PDF tasks "
+            + _by_layout(report["naive_pdf_failure_rate_by_layout"]),
         ),
         ("build time", f"{report['seconds']:.1f} s"),
         ("disk", f"{report['disk_bytes'] / 2**20:.1f} MiB (hard links counted once)"),
@@ -88,6 +92,11 @@ def print_build_report(report: dict[str, Any]) -> None:
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+
+
+def _by_layout(rates: dict[str, float | None]) -> str:
+    parts = [f"{layout} {rate:.0%}" for layout, rate in rates.items() if rate is not None]
+    return f"({', '.join(parts)})" if parts else ""
 
 
 def run_validate(root: Path, require_solution: bool) -> int:

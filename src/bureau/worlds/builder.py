@@ -256,10 +256,11 @@ def build_split(
 
 
 def disk_usage(root: Path) -> int:
-    """Bytes on disk, counting each hard-linked file once."""
+    """Bytes on disk (files and folders), counting each hard-linked file once, like `du`."""
     seen: set[tuple[int, int]] = set()
     total = 0
     for dirpath, _, filenames in os.walk(root):
+        total += os.lstat(dirpath).st_blocks * 512
         for name in filenames:
             st = os.lstat(os.path.join(dirpath, name))
             key = (st.st_dev, st.st_ino)
@@ -267,6 +268,10 @@ def disk_usage(root: Path) -> int:
                 seen.add(key)
                 total += st.st_blocks * 512
     return total
+
+
+def _failure_rate(probes: list[dict[str, Any]]) -> float | None:
+    return sum(1 for t in probes if not t["naive_pdf_ok"]) / len(probes) if probes else None
 
 
 def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dict[str, Any]:
@@ -289,14 +294,23 @@ def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dic
             d: sum(1 for w in manifest["worlds"] if w["domain"] == d) for d in DOMAINS
         },
         "files": sum(w["n_files"] for w in manifest["worlds"]),
-        "templates_per_domain": {d: len(s) for d, s in templates.items()},
+        "templates_used": {d: len(s) for d, s in templates.items()},
+        "templates_available": {
+            d: {
+                level: sum(level in t.difficulties for t in domain_module(d).TEMPLATES)
+                for level in ("standard", "starter")
+            }
+            for d in DOMAINS
+        },
         "tasks_by_kind": dict(sorted(kinds.items())),
         "avg_criteria": sum(t["n_criteria"] for t in tasks) / n,
         "deliverable_fraction": sum(1 for t in tasks if t["deliverable"]) / n,
         "pdf_layout_tasks": len(probes),
-        "naive_pdf_failure_rate": (
-            sum(1 for t in probes if not t["naive_pdf_ok"]) / len(probes) if probes else None
-        ),
+        "naive_pdf_failure_rate": _failure_rate(probes),
+        "naive_pdf_failure_rate_by_layout": {
+            layout: _failure_rate([t for t in probes if t["pdf_layout"] == layout])
+            for layout in ("table", "two_column")
+        },
         "seconds": round(seconds, 1),
         "disk_bytes": disk_usage(cfg.out),
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
