@@ -9,15 +9,11 @@ from __future__ import annotations
 
 import json
 import random
-from email import policy
-from email.parser import BytesParser
 from pathlib import Path
 
-import docx
 import openpyxl
-import pdfplumber
 import pytest
-from pptx import Presentation
+from worldfiles import open_with_library
 
 from bureau.checks.offline import check_tasks
 from bureau.worlds import builder
@@ -25,26 +21,6 @@ from bureau.worlds.domains import banking
 from bureau.worlds.spec import Difficulty, WorldContext
 
 KINDS = {"fact", "multi_hop", "compute", "reconcile", "deliverable"}
-
-
-def _open(path: Path) -> None:
-    if path.suffix == ".pdf":
-        with pdfplumber.open(path) as pdf:
-            assert pdf.pages and pdf.pages[0].extract_text()
-    elif path.suffix == ".xlsx":
-        assert openpyxl.load_workbook(path, data_only=True).sheetnames
-    elif path.suffix == ".docx":
-        assert docx.Document(str(path)).paragraphs
-    elif path.suffix == ".pptx":
-        assert len(Presentation(str(path)).slides) > 0
-    elif path.suffix == ".eml":
-        with path.open("rb") as fh:
-            msg = BytesParser(policy=policy.default).parse(fh)
-        assert msg["Subject"] and msg.get_body(preferencelist=("plain",)) is not None
-    elif path.suffix == ".json":
-        assert json.loads(path.read_text(encoding="utf-8"))["messages"]
-    else:
-        raise AssertionError(f"unexpected file type {path}")
 
 
 def _world(tmp_path: Path, difficulty: Difficulty) -> WorldContext:
@@ -102,7 +78,7 @@ def test_standard_world_opens_and_oracle_solves(
     files = sorted(p for p in (dirs[0] / "environment" / "workspace").rglob("*") if p.is_file())
     assert {p.suffix for p in files} == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}
     for path in files:
-        _open(path)
+        open_with_library(path)
     manifest = json.loads((out / builder.MANIFEST).read_text())
     assert len({t["template"] for t in manifest["tasks"]}) >= 8
     for mode in ("oracle", "empty"):

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from worldfiles import open_with_library
 
 from bureau.checks.offline import check_tasks
 from bureau.tasks.dataset import load_dataset, validate_dataset
@@ -143,37 +144,6 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
 
 
-def _open(path: Path) -> None:
-    """Open a file with the library an agent would use; raises if it is not what it claims."""
-    from email import policy
-    from email.parser import BytesParser
-
-    import docx
-    import openpyxl
-    import pdfplumber
-    from pptx import Presentation
-
-    suffix = path.suffix
-    if suffix == ".pdf":
-        with pdfplumber.open(path) as pdf:
-            assert pdf.pages and pdf.pages[0].extract_text()
-    elif suffix == ".xlsx":
-        wb = openpyxl.load_workbook(path, data_only=True)
-        assert wb.sheetnames
-    elif suffix == ".docx":
-        assert docx.Document(str(path)).paragraphs
-    elif suffix == ".pptx":
-        assert len(Presentation(str(path)).slides) > 0
-    elif suffix == ".eml":
-        with path.open("rb") as fh:
-            msg = BytesParser(policy=policy.default).parse(fh)
-        assert msg["From"] and msg["Date"] and msg.get_body(preferencelist=("plain",))
-    elif suffix == ".json":
-        assert json.loads(path.read_text())["messages"]
-    else:
-        raise AssertionError(f"unexpected file type {path}")
-
-
 def test_every_generated_file_opens_with_its_library(small_sets: dict[str, Path]) -> None:
     manifest = json.loads((small_sets["train"] / MANIFEST).read_text())
     seen_types: set[str] = set()
@@ -182,6 +152,6 @@ def test_every_generated_file_opens_with_its_library(small_sets: dict[str, Path]
         files = [p for p in (small_sets["train"] / task).rglob("workspace/**/*") if p.is_file()]
         assert len(files) == world["n_files"]
         for path in files:
-            _open(path)
+            open_with_library(path)
             seen_types.add(path.suffix)
     assert seen_types == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}

@@ -58,7 +58,11 @@ def worlds_build(
         Difficulty.standard
     ),
     files: Annotated[
-        int | None, typer.Option(help="Files per world (20-200; starter 5-10) [default: ~40].")
+        int | None,
+        typer.Option(
+            help="Target files per world, 20-200 (starter 5-10) [default: ~40]. "
+            "A world always keeps its core documents (21-27).",
+        ),
     ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
     force: Annotated[bool, typer.Option(help="Replace a non-empty output folder.")] = False,
