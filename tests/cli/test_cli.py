@@ -66,3 +66,12 @@ def test_validate_names_file_and_field(tmp_path: Path) -> None:
 def test_unknown_split_is_refused(tmp_path: Path) -> None:
     result = runner.invoke(app, ["worlds", "build", "--split", "dev", "--out", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_bad_options_and_paths_are_errors_not_tracebacks(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["worlds", "build", "--worlds", "0", "--out", str(tmp_path / "a")])
+    assert result.exit_code == 2 and "--worlds must be at least 1" in result.output
+    missing = tmp_path / "missing"
+    result = runner.invoke(app, ["tasks", "grade", str(missing), "--answers", "oracle"])
+    assert result.exit_code == 2 and "no such directory" in result.output
+    assert runner.invoke(app, ["tasks", "validate", str(missing)]).exit_code == 1

@@ -13,9 +13,10 @@ from rich.table import Table
 
 from bureau.checks.offline import AnswerMode, CheckSummary, check_tasks, summarize
 from bureau.tasks.dataset import load_dataset, validate_dataset
+from bureau.tasks.errors import TaskFormatErrors
 from bureau.worlds.builder import BuildConfig, WorldResult, build_split
 
-console = Console()
+console = Console(soft_wrap=True)  # never break paths and error lines
 
 
 def _progress() -> Progress:
@@ -50,21 +51,26 @@ def run_build(
     files: int | None,
     jobs: int,
     force: bool,
-) -> None:
-    cfg = BuildConfig(
-        split=split,
-        worlds=worlds,
-        tasks=tasks,
-        seed=seed,
-        out=out,
-        difficulty=difficulty,  # type: ignore[arg-type]  # validated by the CLI enum
-        files_per_world=files,
-        jobs=jobs,
-        force=force,
-    )
-    report = build(cfg)
+) -> int:
+    try:
+        cfg = BuildConfig(
+            split=split,
+            worlds=worlds,
+            tasks=tasks,
+            seed=seed,
+            out=out,
+            difficulty=difficulty,  # type: ignore[arg-type]  # validated by the CLI enum
+            files_per_world=files,
+            jobs=jobs,
+            force=force,
+        )
+        report = build(cfg)
+    except (ValueError, FileExistsError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        return 2
     print_build_report(report)
     console.print(f"dataset written to [bold]{out}[/] (manifest bureau-dataset.json)")
+    return 0
 
 
 def print_build_report(report: dict[str, Any]) -> None:
@@ -153,7 +159,12 @@ def print_grade_summary(name: str, summary: CheckSummary) -> None:
 
 
 def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
-    summary = grade(root, mode, jobs)  # type: ignore[arg-type]  # validated by the CLI enum
+    try:
+        summary = grade(root, mode, jobs)  # type: ignore[arg-type]  # validated by the CLI enum
+    except TaskFormatErrors as exc:
+        for error in exc.errors:
+            console.print(f"[red]error:[/] {error}")
+        return 2
     print_grade_summary(root.name, summary)
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)

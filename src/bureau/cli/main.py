@@ -48,10 +48,10 @@ def worlds_build(
         Split, typer.Option(help="train or eval; they never share a world.")
     ] = Split.train,
     worlds: Annotated[
-        int | None, typer.Option(help="Number of worlds [default: 112 train, 33 eval].")
+        int | None, typer.Option(help="Number of worlds (default 112 train, 33 eval).")
     ] = None,
     tasks: Annotated[
-        int | None, typer.Option(help="Total tasks over all worlds [default: 1928 / 480].")
+        int | None, typer.Option(help="Total tasks over all worlds (default 1928 train, 480 eval).")
     ] = None,
     seed: Annotated[int, typer.Option(help="The output depends only on this seed.")] = 0,
     difficulty: Annotated[Difficulty, typer.Option(help="starter: 5-10 files, 1-2 tool calls.")] = (
@@ -60,7 +60,7 @@ def worlds_build(
     files: Annotated[
         int | None,
         typer.Option(
-            help="Target files per world, 20-200 (starter 5-10) [default: ~40]. "
+            help="Target files per world, 20-200 (starter 5-10), default about 40. "
             "A world always keeps its core documents (21-27).",
         ),
     ] = None,
@@ -71,10 +71,10 @@ def worlds_build(
     from bureau.cli.commands import run_build
 
     default_worlds, default_tasks = SPLIT_DEFAULTS[split.value]
-    run_build(
+    code = run_build(
         split=split.value,
-        worlds=worlds or default_worlds,
-        tasks=tasks or default_tasks,
+        worlds=default_worlds if worlds is None else worlds,
+        tasks=default_tasks if tasks is None else tasks,
         seed=seed,
         out=out,
         difficulty=difficulty.value,
@@ -82,6 +82,7 @@ def worlds_build(
         jobs=jobs,
         force=force,
     )
+    raise typer.Exit(code)
 
 
 @tasks_app.command("validate")

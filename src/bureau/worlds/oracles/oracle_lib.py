@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime
 from email import policy
 from email.parser import BytesParser
@@ -329,7 +329,7 @@ def write_table_pptx(path: Path, title: str, header: list[str], rows: list[list[
 Solver = Callable[[Path, dict[str, Any]], None]
 
 
-def run_solver(solvers: dict[str, Solver], description: str | None) -> None:
+def run_solver(solvers: Mapping[str, Solver], description: str | None) -> None:
     """The command line of every oracle: `solve.py --params P --workspace W`."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", type=Path, required=True)
