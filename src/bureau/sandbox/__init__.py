@@ -1,0 +1,1 @@
+"""Isolated sandboxes for trials: the runtime interface and its implementations."""
