@@ -10,9 +10,12 @@ STAMP  := $(VENV)/.installed-core
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
+	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && (apt-get install -y -q bubblewrap || (apt-get update -q && apt-get install -y -q bubblewrap)); } \
+	  || echo "bubblewrap is missing: sandboxed trials need it (apt-get install bubblewrap)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,tools]'
 	touch $@
 
 demo: $(STAMP)

@@ -1,0 +1,91 @@
+"""The agent interface of a trial, and the two built-in agents.
+
+An agent gets the trial's sandbox (and, if it asks for them, a link to the sandbox's MCP tool
+servers) and a time budget. It produces files in the workspace and logs in `log_dir`; the
+verifier grades what it left. The token-in/token-out harness implements this same interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.sandbox.base import Sandbox
+from bureau.tasks.taskdir import TaskDir
+
+if TYPE_CHECKING:
+    from bureau.trials.mcp_link import ToolLink
+
+
+@dataclass
+class AgentContext:
+    task: TaskDir
+    sandbox: Sandbox
+    timeout_s: float
+    log_dir: Path  # host folder, copied into the trial directory as agent/
+    tools: ToolLink | None = None
+
+
+@dataclass
+class AgentResult:
+    """What the agent reports about its run (token counts and the like come later)."""
+
+    metadata: dict[str, object] = field(default_factory=dict)
+
+
+class Agent(ABC):
+    name: str = "agent"
+    version: str = "0"
+    uses_tools: bool = False
+
+    @abstractmethod
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        """Work on the task inside `ctx.sandbox` within `ctx.timeout_s` seconds."""
+
+
+class NopAgent(Agent):
+    """Does nothing: every task must score 0 with it."""
+
+    name = "nop"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        return AgentResult()
+
+
+class OracleAgent(Agent):
+    """Runs the task's `solution/solve.sh` inside the sandbox: every task must score 1."""
+
+    name = "oracle"
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        import asyncio
+
+        solve = ctx.task.solution_dir / "solve.sh"
+        if not solve.exists():
+            raise BureauSystemError(SystemErrorKind.agent_error, f"{solve} does not exist")
+        await asyncio.to_thread(ctx.sandbox.upload, ctx.task.solution_dir, "/solution")
+        result = await asyncio.to_thread(
+            ctx.sandbox.exec,
+            ["bash", "/solution/solve.sh"],
+            timeout_s=ctx.timeout_s,
+            phase="solution",
+        )
+        (ctx.log_dir / "oracle.txt").write_text(
+            f"exit code {result.returncode} in {result.duration_s:.2f} s\n"
+            f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}\n",
+            encoding="utf-8",
+        )
+        if result.timed_out:
+            raise TimeoutError(f"solve.sh ran past {ctx.timeout_s:.0f} s")
+        if result.returncode != 0:
+            raise BureauSystemError(
+                SystemErrorKind.agent_error,
+                f"solve.sh exited {result.returncode}: {result.stderr.strip()[-300:]}",
+            )
+        return AgentResult({"solve_seconds": round(result.duration_s, 3)})
+
+
+BUILTIN_AGENTS: dict[str, type[Agent]] = {"nop": NopAgent, "oracle": OracleAgent}

@@ -1,0 +1,142 @@
+"""A link from the host to a sandbox's MCP tool servers, over the server's stdio.
+
+The sandbox starts `python -m bureau.tools` with `Sandbox.spawn`; this module speaks MCP's
+newline-delimited JSON-RPC over that process's pipes, using the SDK's `ClientSession`. (The
+SDK's own stdio client wants to start the process itself; the sandbox must start it, so the
+pipes are bridged here.) A dead or silent server is `tool_server_failed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.shared.message import SessionMessage
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.sandbox.base import Sandbox
+
+TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools"]
+
+
+@asynccontextmanager
+async def popen_streams(
+    proc: subprocess.Popen[bytes],
+) -> AsyncIterator[tuple[Any, Any]]:
+    """MCP read/write streams over a running process's stdout/stdin."""
+    assert proc.stdout is not None and proc.stdin is not None
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=64 * 2**20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proc.stdout)
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, proc.stdin)
+    to_session, from_server = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    to_server, from_session = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def pump_out() -> None:
+        async with to_session:
+            while line := await reader.readline():
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValueError as exc:
+                    await to_session.send(exc)
+                    continue
+                await to_session.send(SessionMessage(message))
+
+    async def pump_in() -> None:
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                transport.write(data.encode() + b"\n")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_out)
+        tg.start_soon(pump_in)
+        try:
+            yield from_server, to_server
+        finally:
+            transport.close()
+            tg.cancel_scope.cancel()
+
+
+class ToolLink:
+    """An initialized MCP session with the sandbox's tool servers."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stack: AsyncExitStack) -> None:
+        self.proc = proc
+        self._stack = stack
+        self.session: ClientSession | None = None
+        self.tools: list[types.Tool] = []
+        # Drain stderr continuously: a server blocked on a full stderr pipe would hang.
+        self._stderr: deque[bytes] = deque(maxlen=256)
+        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain.start()
+
+    def _read_stderr(self) -> None:
+        if self.proc.stderr is not None:
+            for line in iter(self.proc.stderr.readline, b""):
+                self._stderr.append(line)
+
+    @property
+    def stderr_tail(self) -> str:
+        return b"".join(self._stderr).decode(errors="replace")[-2000:]
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout_s: float
+    ) -> types.CallToolResult:
+        if self.session is None or self.proc.poll() is not None:
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed, "tool server is not running"
+            )
+        try:
+            with anyio.fail_after(timeout_s):
+                return await self.session.call_tool(name, arguments)
+        except TimeoutError as exc:
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed, f"{name} gave no answer in {timeout_s} s"
+            ) from exc
+
+    async def close(self) -> None:
+        try:
+            await self._stack.aclose()
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            await asyncio.to_thread(self.proc.wait)
+
+
+async def open_tool_link(
+    sandbox: Sandbox, *, timeout_s: float, cmd: list[str] | None = None
+) -> ToolLink:
+    """Start the tool servers in `sandbox` and complete the MCP handshake."""
+    proc = sandbox.spawn(cmd or TOOL_SERVER_CMD, phase="agent")
+    stack = AsyncExitStack()
+    link = ToolLink(proc, stack)
+    try:
+        with anyio.fail_after(timeout_s):
+            read, write = await stack.enter_async_context(popen_streams(proc))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+            link.tools = list((await session.list_tools()).tools)
+            link.session = session
+    except BaseException as exc:
+        await link.close()
+        await asyncio.to_thread(link._drain.join, 2.0)
+        detail = link.stderr_tail.strip()[-500:]
+        if isinstance(exc, TimeoutError):
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed, f"not ready in {timeout_s} s: {detail}"
+            ) from exc
+        if isinstance(exc, Exception):
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed, f"{type(exc).__name__}: {exc} {detail}"
+            ) from exc
+        raise
+    return link
