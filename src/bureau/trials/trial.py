@@ -147,7 +147,7 @@ async def _start(runtime: Runtime, task: TaskDir, timeout_s: float) -> Sandbox:
 
 async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
     try:
-        return await asyncio.wait_for(agent.run(ctx), ctx.timeout_s + 5)
+        return await asyncio.wait_for(agent.run(ctx), ctx.timeout_s + 1)
     except TimeoutError as exc:
         raise BureauSystemError(
             Kind.agent_timeout, f"{agent.name} ran past {ctx.timeout_s:.0f} s"
