@@ -14,12 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bureau.sandbox.base import Runtime
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent
 from bureau.trials.result import TrialResult
 from bureau.trials.trial import TrialConfig, run_trial
+
+if TYPE_CHECKING:
+    from bureau.trials.pool import WarmPool
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,7 @@ async def run_trials(
     trial_config: TrialConfig | None = None,
     config: SchedulerConfig | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
+    pool: WarmPool | None = None,
 ) -> list[TrialResult]:
     """Run one trial per task; results come back in task order."""
     config = config or SchedulerConfig()
@@ -110,7 +115,7 @@ async def run_trials(
     async def one(task: TaskDir) -> TrialResult:
         async with in_flight:
             result = await run_trial(
-                task, make_agent(), runtime, trials_dir, trial_config, start_gate=gate
+                task, make_agent(), runtime, trials_dir, trial_config, start_gate=gate, pool=pool
             )
         if on_result is not None:
             on_result(result)

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Runtime, Sandbox
@@ -24,6 +25,10 @@ from bureau.tasks.reward import read_reward
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 from bureau.trials.result import Timing, TrialResult, kind_of, now, task_checksum
+
+if TYPE_CHECKING:  # the MCP SDK is an extra (`tools`); only tool-using trials import it
+    from bureau.trials.mcp_link import ToolLink
+    from bureau.trials.pool import WarmPool
 
 Kind = SystemErrorKind
 
@@ -68,7 +73,9 @@ async def run_trial(
     config: TrialConfig | None = None,
     *,
     start_gate: Callable[[], AbstractAsyncContextManager[None]] | None = None,
+    pool: WarmPool | None = None,
 ) -> TrialResult:
+    """Run `agent` on `task` in a fresh sandbox; tool-using agents take warm ones from `pool`."""
     config = config or TrialConfig()
     gate = start_gate or nullcontext_async
     trial_dir = new_trial_dir(trials_dir, task)
@@ -99,13 +106,17 @@ async def run_trial(
         + "\n"
     )
     sandbox: Sandbox | None = None
-    tools = None
+    tools: ToolLink | None = None
     try:
         async with gate():
             with timed(result.environment_setup):
-                sandbox = await _start(runtime, task, config.sandbox_start_timeout_s)
+                if pool is not None and agent.uses_tools:
+                    slot = await pool.acquire(task)
+                    sandbox, tools = slot.sandbox, slot.tools
+                else:
+                    sandbox = await _start(runtime, task, config.sandbox_start_timeout_s)
         with timed(result.agent_setup):
-            if agent.uses_tools:
+            if agent.uses_tools and tools is None:
                 from bureau.trials.mcp_link import open_tool_link
 
                 tools = await open_tool_link(sandbox, timeout_s=config.tool_server_timeout_s)

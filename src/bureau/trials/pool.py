@@ -1,0 +1,154 @@
+"""A warm pool of sandboxes whose tool servers are already up.
+
+Starting Python with the MCP SDK and the document libraries takes 1.5-2.2 s of CPU, which no
+per-trial start can hide. The pool starts sandboxes ahead of demand with an empty workspace,
+spawns the tool servers in them and completes the MCP handshake. A trial then takes a ready
+slot and only copies its task's files into the (bind-mounted) workspace, which the running
+servers see at once. Slots are keyed by the environment's shape (workdir and limits) so a task
+always gets a sandbox built to its own `task.toml`.
+
+Refills run in the background; a trial that finds the pool empty starts a slot itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomli_w
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.sandbox.base import Runtime, Sandbox
+from bureau.tasks.taskdir import TaskDir, load_task_dir
+from bureau.trials.mcp_link import ToolLink, open_tool_link
+
+
+@dataclass(frozen=True)
+class Shape:
+    workdir: str
+    cpus: float
+    memory_mb: int
+    storage_mb: int
+
+    @classmethod
+    def of(cls, task: TaskDir) -> Shape:
+        env = task.config.environment
+        return cls(env.workdir, float(env.cpus or 1), int(env.memory_mb), int(env.storage_mb))
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:12]
+
+
+@dataclass
+class Slot:
+    sandbox: Sandbox
+    tools: ToolLink
+
+    async def close(self) -> None:
+        try:
+            await self.tools.close()
+        finally:
+            await asyncio.to_thread(self.sandbox.stop)
+
+
+class WarmPool:
+    def __init__(
+        self, runtime: Runtime, root: Path, *, size: int = 4, start_timeout_s: float = 60.0
+    ) -> None:
+        self.runtime = runtime
+        self.root = root
+        self.size = size
+        self.start_timeout_s = start_timeout_s
+        self._ready: dict[Shape, asyncio.Queue[Slot]] = {}
+        self._refills: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def _blank_task(self, shape: Shape) -> TaskDir:
+        """A task with this shape and an empty workspace, to start sandboxes before demand."""
+        path = self.root / f"blank-{shape.key}"
+        if not (path / "task.toml").exists():
+            (path / "environment" / "workspace").mkdir(parents=True, exist_ok=True)
+            (path / "tests").mkdir(exist_ok=True)
+            (path / "instruction.md").write_text("Pool template.\n")
+            (path / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+            (path / "tests" / "test.sh").write_text("#!/bin/bash\nexit 1\n")
+            env = {
+                "workdir": shape.workdir,
+                "cpus": shape.cpus,
+                "memory_mb": shape.memory_mb,
+                "storage_mb": shape.storage_mb,
+            }
+            (path / "task.toml").write_text(tomli_w.dumps({"environment": env}))
+        return load_task_dir(path)
+
+    async def _start_slot(self, shape: Shape) -> Slot:
+        blank = self._blank_task(shape)
+        sandbox = await asyncio.to_thread(self.runtime.start, blank, timeout_s=self.start_timeout_s)
+        try:
+            tools = await open_tool_link(sandbox, timeout_s=self.start_timeout_s)
+        except BaseException:
+            await asyncio.to_thread(sandbox.stop)
+            raise
+        return Slot(sandbox, tools)
+
+    def _queue(self, shape: Shape) -> asyncio.Queue[Slot]:
+        if shape not in self._ready:
+            self._ready[shape] = asyncio.Queue()
+        return self._ready[shape]
+
+    def _refill(self, shape: Shape) -> None:
+        if self._closed:
+            return
+        missing = self.size - self._queue(shape).qsize() - len(self._refills)
+        for _ in range(max(0, missing)):
+            task = asyncio.create_task(self._fill_one(shape))
+            self._refills.add(task)
+            task.add_done_callback(self._refills.discard)
+
+    async def _fill_one(self, shape: Shape) -> None:
+        # A refill that fails leaves the pool short; the next acquire starts its own slot and
+        # reports the error where it belongs, in a trial.
+        with contextlib.suppress(Exception):
+            slot = await self._start_slot(shape)
+            if self._closed:
+                await slot.close()
+            else:
+                self._queue(shape).put_nowait(slot)
+
+    async def warm(self, task: TaskDir) -> None:
+        """Fill the pool for this task's shape and wait until it is full."""
+        shape = Shape.of(task)
+        self._refill(shape)
+        while self._refills:
+            await asyncio.gather(*self._refills, return_exceptions=True)
+
+    async def acquire(self, task: TaskDir) -> Slot:
+        """A ready sandbox holding a copy of `task`'s workspace, its tool servers connected."""
+        shape = Shape.of(task)
+        queue = self._queue(shape)
+        slot = queue.get_nowait() if not queue.empty() else None
+        self._refill(shape)
+        if slot is None or slot.tools.proc.poll() is not None:
+            if slot is not None:
+                await slot.close()
+            slot = await self._start_slot(shape)
+        try:
+            if task.workspace_dir.is_dir():
+                await asyncio.to_thread(slot.sandbox.upload, task.workspace_dir, shape.workdir)
+        except Exception as exc:
+            await slot.close()
+            raise BureauSystemError(SystemErrorKind.upload_failed, f"workspace: {exc}") from exc
+        return slot
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._refills):
+            task.cancel()
+        await asyncio.gather(*self._refills, return_exceptions=True)
+        for queue in self._ready.values():
+            while not queue.empty():
+                await queue.get_nowait().close()
