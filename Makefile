@@ -35,4 +35,4 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .venv-harbor

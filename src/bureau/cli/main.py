@@ -109,6 +109,37 @@ def tasks_grade(
     raise typer.Exit(run_grade(dataset, answers.value, jobs, report))
 
 
+class BuiltinAgent(StrEnum):
+    oracle = "oracle"
+    nop = "nop"
+
+
+class Isolation(StrEnum):
+    bwrap = "bwrap"
+    none = "none"
+
+
+@tasks_app.command("check")
+def tasks_check(
+    dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
+    agent: Annotated[BuiltinAgent, typer.Option(help="oracle must score 1.0, nop 0.0.")],
+    concurrency: Annotated[int, typer.Option(help="Trials in flight at once.")] = 8,
+    max_starting: Annotated[int, typer.Option(help="Sandboxes starting at the same moment.")] = 4,
+    isolation: Annotated[
+        Isolation, typer.Option(help="bwrap (bubblewrap sandbox) or none (UNSAFE: no isolation).")
+    ] = Isolation.bwrap,
+    trials_dir: Annotated[
+        Path | None, typer.Option(help="Where trial directories go (default runs/check-...).")
+    ] = None,
+) -> None:
+    """Run every task through a real sandbox with a built-in agent; list broken tasks."""
+    from bureau.cli.check import run_check
+
+    raise typer.Exit(
+        run_check(dataset, agent.value, concurrency, isolation.value, trials_dir, max_starting)
+    )
+
+
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option(help="Run folder.")] = Path("runs/demo"),

@@ -69,7 +69,7 @@ class OracleAgent(Agent):
         await asyncio.to_thread(ctx.sandbox.upload, ctx.task.solution_dir, "/solution")
         result = await asyncio.to_thread(
             ctx.sandbox.exec,
-            ["bash", "/solution/solve.sh"],
+            ["bash", "-c", 'exec bash "${BUREAU_SOLUTION_DIR:-/solution}/solve.sh"'],
             timeout_s=ctx.timeout_s,
             phase="solution",
         )

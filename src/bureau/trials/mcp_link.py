@@ -13,18 +13,25 @@ import subprocess
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Sandbox
 
-TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools"]
+# The sandbox already runs each sandbox's processes as a uid of their own, without
+# capabilities, so the code runner keeps that uid (RLIMIT_NPROC is then per sandbox).
+TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools", "--code-uid", "none"]
+
+
+def tool_server_cmd() -> list[str]:
+    return list(TOOL_SERVER_CMD)
 
 
 @asynccontextmanager
@@ -67,13 +74,20 @@ async def popen_streams(
 
 
 class ToolLink:
-    """An initialized MCP session with the sandbox's tool servers."""
+    """An initialized MCP session with the sandbox's tool servers.
 
-    def __init__(self, proc: subprocess.Popen[bytes], stack: AsyncExitStack) -> None:
+    anyio requires a task group to be exited by the task that entered it, while a pooled link
+    is opened by one task and used and closed by others. So one owner task holds the
+    transport and the session open until `close()`; calls from any task go through the
+    session's streams.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
-        self._stack = stack
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
+        self._closing = asyncio.Event()
+        self._owner: asyncio.Task[None] | None = None
         # Drain stderr continuously: a server blocked on a full stderr pipe would hang.
         self._stderr: deque[bytes] = deque(maxlen=256)
         self._drain = threading.Thread(target=self._read_stderr, daemon=True)
@@ -88,44 +102,72 @@ class ToolLink:
     def stderr_tail(self) -> str:
         return b"".join(self._stderr).decode(errors="replace")[-2000:]
 
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        try:
+            async with popen_streams(self.proc) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                self.tools = list((await s.list_tools()).tools)
+                self.session = s
+                ready.set_result(None)
+                await self._closing.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self.session = None
+
     async def call(
         self, name: str, arguments: dict[str, Any], timeout_s: float
     ) -> types.CallToolResult:
-        if self.session is None or self.proc.poll() is not None:
+        session = self.session
+        if session is None or self.proc.poll() is not None:
             raise BureauSystemError(
-                SystemErrorKind.tool_server_failed, "tool server is not running"
+                SystemErrorKind.tool_server_failed,
+                f"tool server is not running: {self.stderr_tail.strip()[-300:]}",
             )
         try:
             with anyio.fail_after(timeout_s):
-                return await self.session.call_tool(name, arguments)
+                return await session.call_tool(name, arguments)
         except TimeoutError as exc:
             raise BureauSystemError(
                 SystemErrorKind.tool_server_failed, f"{name} gave no answer in {timeout_s} s"
             ) from exc
+        except MCPError as exc:
+            # A JSON-RPC error from a live server is the caller's to handle (an unknown tool,
+            # say); a closed connection means the server is gone.
+            if self.proc.poll() is None and "closed" not in str(exc).lower():
+                raise
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed,
+                f"{name}: the tool server exited ({self.proc.poll()}): "
+                f"{self.stderr_tail.strip()[-300:]}",
+            ) from exc
 
     async def close(self) -> None:
-        try:
-            await self._stack.aclose()
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            await asyncio.to_thread(self.proc.wait)
+        """Close the session and stop the server process. Safe to call twice."""
+        self._closing.set()
+        if self._owner is not None and not self._owner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._owner), 5)
+            except (TimeoutError, Exception):
+                self._owner.cancel()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        await asyncio.to_thread(self.proc.wait)
 
 
 async def open_tool_link(
     sandbox: Sandbox, *, timeout_s: float, cmd: list[str] | None = None
 ) -> ToolLink:
     """Start the tool servers in `sandbox` and complete the MCP handshake."""
-    proc = sandbox.spawn(cmd or TOOL_SERVER_CMD, phase="agent")
-    stack = AsyncExitStack()
-    link = ToolLink(proc, stack)
+    proc = sandbox.spawn(cmd or tool_server_cmd(), phase="agent")
+    link = ToolLink(proc)
+    ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    link._owner = asyncio.create_task(link._own(ready))
     try:
-        with anyio.fail_after(timeout_s):
-            read, write = await stack.enter_async_context(popen_streams(proc))
-            session = await stack.enter_async_context(ClientSession(read, write))
-            await session.initialize()
-            link.tools = list((await session.list_tools()).tools)
-            link.session = session
+        await asyncio.wait_for(ready, timeout_s)
     except BaseException as exc:
         await link.close()
         await asyncio.to_thread(link._drain.join, 2.0)

@@ -59,7 +59,9 @@ def timed(timing: Timing) -> Iterator[None]:
 
 
 def new_trial_dir(trials_dir: Path, task: TaskDir) -> Path:
-    trial_dir = trials_dir / f"{task.name}__{secrets.token_hex(4)}"
+    # Harbor names trials by the task's short name: "org/name" becomes "name__<suffix>".
+    short = task.name.rsplit("/", 1)[-1] or task.path.name
+    trial_dir = trials_dir / f"{short}__{secrets.token_hex(4)}"
     for sub in ("agent", "verifier"):
         (trial_dir / sub).mkdir(parents=True)
     return trial_dir
@@ -124,6 +126,9 @@ async def run_trial(
         with timed(result.agent_execution):
             outcome = await _run_agent(agent, ctx)
             result.agent_metadata = dict(outcome.metadata)
+        if tools is not None:  # nothing of the agent's may run while the verifier does
+            await tools.close()
+            tools = None
         with timed(result.verifier):
             await _verify(task, sandbox, trial_dir, verifier_timeout, result)
     except BureauSystemError as exc:
@@ -177,8 +182,13 @@ async def _verify(
         await asyncio.to_thread(sandbox.upload, task.tests_dir, "/tests")
     except Exception as exc:
         raise BureauSystemError(Kind.upload_failed, f"tests/: {exc}") from exc
+    # Paths come from the environment so the same command runs under every runtime
+    # (`--isolation none` has no /tests).
     run = await asyncio.to_thread(
-        sandbox.exec, ["bash", "/tests/test.sh"], timeout_s=timeout_s, phase="verifier"
+        sandbox.exec,
+        ["bash", "-c", 'exec bash "${BUREAU_TESTS_DIR:-/tests}/test.sh"'],
+        timeout_s=timeout_s,
+        phase="verifier",
     )
     (verifier_dir / "test-stdout.txt").write_text(run.stdout + run.stderr, encoding="utf-8")
     if run.timed_out:

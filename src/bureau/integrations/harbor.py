@@ -1,0 +1,358 @@
+"""A Harbor environment backed by bureau's local bubblewrap runtime: Harbor runs without Docker.
+
+Select it with (Harbor >= 0.26, Python >= 3.12, bureau installed in the same environment)::
+
+    harbor run -p <task or dataset> -a <agent> -e bureau.integrations.harbor:BubblewrapEnvironment
+
+Each Harbor trial gets one bureau sandbox (`bureau.sandbox.get_runtime("local")`), started from
+the task directory that holds Harbor's `environment/` folder. Harbor runs its phases itself
+(agent, then `/tests` upload and test.sh), so every command runs in the sandbox's `full` phase,
+where the workdir, `/logs/agent`, `/logs/verifier`, `/tests` and `/solution` are all visible.
+What differs from Harbor's Docker environment:
+
+- The Dockerfile is not built. Commands run on the host's read-only system (its bash, Python
+  and tools), and the task's workdir starts as a copy of `environment/workspace/` (bureau's
+  convention; empty when the folder is missing). A prebuilt-image task without a Dockerfile gets
+  its `environment/` folder uploaded into the workdir, as Harbor does for such tasks.
+- There is no network at all. A task that asks for `network_mode = "public"` is refused at
+  trial start, unless `--ek offline_public_tasks=true` says to run it offline anyway; an
+  allowlist is refused (Harbor's own check, from the capabilities below).
+- Every command runs as the sandbox's own unprivileged user, which owns the workdir and the log
+  folders; Harbor's `user` argument (root for its housekeeping, the task's agent user) is
+  ignored.
+- Files move through the workdir, /logs, /tests and /solution only. Harbor's filtered downloads
+  (which pack a tar under /tmp inside the environment) are done on the host instead; an upload
+  elsewhere, such as injected skills at /runtime/skills, fails. The sandbox has no
+  /logs/artifacts, so Harbor's best-effort artifact collection records it as failed.
+- Timeouts: a command killed by its `timeout_sec` raises `RuntimeError`, as in Harbor's Docker
+  environment, and a command whose caller is cancelled (Harbor's phase timeouts use
+  `asyncio.wait_for`) is killed with everything it started, so a timed-out agent cannot keep
+  writing while the verifier runs.
+- `stop(delete=False)` still deletes: the sandbox's files live under bureau's sandbox root,
+  and the trial's logs have already been downloaded into Harbor's trial directory by then.
+
+Harbor is not a bureau dependency and needs Python >= 3.12, while bureau's own environment and
+type check run on 3.11; importing this module without Harbor raises an ImportError saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import fnmatch
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import Field
+
+from bureau.sandbox.base import Runtime, Sandbox
+from bureau.tasks.errors import TaskFormatErrors
+from bureau.tasks.taskdir import TaskDir, load_task_dir
+
+# Harbor is an optional, Python >= 3.12 package: bureau's 3.11 type check runs without it (its
+# names are Any there), so each import carries an ignore for the missing module.
+try:
+    from harbor.environments.base import (  # type: ignore[import-not-found]
+        BaseEnvironment,
+        ExecResult,
+    )
+    from harbor.environments.capabilities import (  # type: ignore[import-not-found]
+        EnvironmentCapabilities,
+        EnvironmentResourceCapabilities,
+    )
+    from harbor.environments.options import (  # type: ignore[import-not-found]
+        EnvironmentOptions,
+    )
+    from harbor.models.task.config import (  # type: ignore[import-not-found]
+        NetworkMode,
+    )
+    from harbor.utils.path_filter import (  # type: ignore[import-not-found]
+        filter_paths_by_patterns,
+    )
+except ImportError as exc:  # pragma: no cover - depends on the interpreter
+    raise ImportError(
+        "bureau.integrations.harbor needs Harbor in the same environment "
+        "(Python >= 3.12): pip install 'harbor>=0.26'"
+    ) from exc
+
+T = TypeVar("T")
+
+ENVIRONMENT_TYPE = "bureau-bubblewrap"
+KILL_GRACE_S = 5.0
+
+
+class BubblewrapOptions(EnvironmentOptions):
+    """`--ek` options of BubblewrapEnvironment."""
+
+    offline_public_tasks: bool = Field(
+        default=False,
+        description="Run tasks that ask for public network access with no network instead "
+        "of refusing them (the sandbox never has a network).",
+    )
+
+
+@functools.cache
+def _local_runtime() -> Runtime:
+    """One runtime per process, shared by every trial of a Harbor job; closed at exit."""
+    from bureau.sandbox import get_runtime
+
+    runtime = get_runtime("local")
+    atexit.register(runtime.close)
+    return runtime
+
+
+async def _in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call on its own thread.
+
+    Not `asyncio.to_thread`: its shared pool has min(32, cores + 4) workers, and every running
+    command holds one for as long as it runs, so a few long agent commands in concurrent trials
+    would queue every other sandbox call behind them.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def work() -> None:
+        try:
+            value = fn(*args, **kwargs)
+        except BaseException as error:
+            outcome: Callable[[], None] = functools.partial(_fail, future, error)
+        else:
+            outcome = functools.partial(_resolve, future, value)
+        # The loop may be gone by now: a cancelled caller does not wait for this thread.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(outcome)
+
+    threading.Thread(target=work, name=f"bureau-harbor-{fn.__name__}", daemon=True).start()
+    return await future
+
+
+def _resolve(future: asyncio.Future[T], value: T) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Kill a spawned command with everything it started.
+
+    The local runtime starts each command as the leader of a new session, and the death of the
+    outer bwrap takes the command's whole pid namespace with it; a runtime that does not make
+    the process a group leader gets a plain kill of the process.
+    """
+    if process.returncode is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.communicate(timeout=KILL_GRACE_S)
+
+
+def _text(data: bytes | None) -> str | None:
+    # Harbor's Docker environment reports empty output as None; callers test `stdout or ...`.
+    return data.decode(errors="replace") if data else None
+
+
+class BubblewrapEnvironment(BaseEnvironment):
+    """Harbor's `BaseEnvironment` over one bureau bubblewrap sandbox per trial."""
+
+    options_model = BubblewrapOptions
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._sandbox: Sandbox | None = None
+        self._task: TaskDir | None = None
+        super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def type() -> str:
+        return ENVIRONMENT_TYPE
+
+    @property
+    def capabilities(self) -> Any:
+        return EnvironmentCapabilities(disable_internet=True)
+
+    @classmethod
+    def resource_capabilities(cls) -> Any:
+        # Memory is a hard per-process ceiling (address-space rlimit) and cpus a hard cap where
+        # the runtime can set one; neither is a reservation.
+        return EnvironmentResourceCapabilities(
+            cpu_limit=True, memory_limit=True, fractional_cpus=True
+        )
+
+    def _validate_definition(self) -> None:
+        task_path = Path(self.environment_dir).parent
+        try:
+            self._task = load_task_dir(task_path)
+        except TaskFormatErrors as exc:
+            problems = "; ".join(str(error) for error in exc.errors)
+            raise ValueError(f"bureau cannot run the task at {task_path}: {problems}") from exc
+
+    def validate_network_policy_support(self, network_policy: Any = None) -> None:
+        super().validate_network_policy_support(network_policy)
+        policy = network_policy or self._network_policy
+        offline_ok = isinstance(self.options, BubblewrapOptions) and (
+            self.options.offline_public_tasks
+        )
+        if policy.network_mode == NetworkMode.PUBLIC and not offline_ok:
+            raise ValueError(
+                f"{ENVIRONMENT_TYPE} sandboxes have no network, but this task asks for "
+                "network_mode='public'. Set [environment].network_mode = 'no-network' in its "
+                "task.toml, or pass --ek offline_public_tasks=true to run it offline anyway."
+            )
+
+    def _effective_task(self) -> TaskDir:
+        """The task, with Harbor's resource overrides (--override-cpus etc.) applied."""
+        assert self._task is not None
+        harbor_env = self.task_env_config
+        updates = {
+            name: value
+            for name in ("cpus", "memory_mb", "storage_mb")
+            if (value := getattr(harbor_env, name, None)) is not None
+        }
+        if not updates:
+            return self._task
+        config = self._task.config
+        environment = config.environment.model_copy(update=updates)
+        return dataclasses.replace(
+            self._task, config=config.model_copy(update={"environment": environment})
+        )
+
+    def _running(self) -> Sandbox:
+        if self._sandbox is None:
+            raise RuntimeError(f"the {ENVIRONMENT_TYPE} environment is not started")
+        return self._sandbox
+
+    async def start(self, force_build: bool) -> None:
+        if self._sandbox is not None:
+            return
+        runtime = _local_runtime()
+        timeout_s = float(self.task_env_config.build_timeout_sec)
+        self._sandbox = await _in_thread(runtime.start, self._effective_task(), timeout_s=timeout_s)
+        await self._upload_environment_dir_after_start()
+
+    async def stop(self, delete: bool) -> None:
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            await _in_thread(sandbox.stop)
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> Any:
+        # Spawned on the event loop's thread, not a worker's: bubblewrap's --die-with-parent
+        # follows the thread that started it, and the loop's thread outlives the trial.
+        process = self._running().spawn(
+            ["bash", "-c", command],
+            phase="full",
+            env=self._merge_env(env),
+            cwd=cwd or self.task_env_config.workdir,
+        )
+        try:
+            stdout, stderr = await _in_thread(process.communicate, timeout=timeout_sec or None)
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            await _in_thread(_reap, process)
+            raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
+        except BaseException:
+            # Cancelled (Harbor's phase timeouts) or failed while waiting: end the command and
+            # everything it started; the waiting thread then sees the pipes close and returns.
+            _kill(process)
+            raise
+        return ExecResult(
+            stdout=_text(stdout), stderr=_text(stderr), return_code=process.returncode
+        )
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        await _in_thread(self._running().upload, Path(source_path), target_path)
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await _in_thread(self._running().upload, Path(source_dir), target_dir)
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        target = Path(target_path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        await _in_thread(self._running().download, source_path, target)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        target = Path(target_dir)
+        target.mkdir(parents=True, exist_ok=True)
+        await _in_thread(self._running().download, source_dir, target)
+
+    # Harbor's default filtered downloads pack a tar inside the environment under /tmp, which a
+    # bureau sandbox does not exchange files through; these filter a plain download on the host.
+
+    async def download_dir_filtered(
+        self,
+        *,
+        source_dir: str,
+        target_dir: Path | str,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        protect: Sequence[str] | None = None,
+    ) -> None:
+        """Only the files matching `include` and not `exclude` (fnmatch), plus `protect`."""
+
+        def keep(paths: list[str]) -> list[str]:
+            kept = filter_paths_by_patterns(paths, include=include, exclude=exclude)
+            return kept + [p for p in paths if p in (protect or ()) and p not in kept]
+
+        await self._download_selected(source_dir, Path(target_dir), keep)
+
+    async def download_dir_with_exclusions(
+        self, *, source_dir: str, target_dir: Path | str, exclude: list[str]
+    ) -> None:
+        """Everything but what matches `exclude`, matched the way `tar --exclude` matches."""
+
+        def keep(paths: list[str]) -> list[str]:
+            return [p for p in paths if not _tar_excluded(p, exclude)]
+
+        await self._download_selected(source_dir, Path(target_dir), keep)
+
+    async def _download_selected(
+        self, source_dir: str, target: Path, keep: Callable[[list[str]], list[str]]
+    ) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="bureau-harbor-") as scratch:
+            staged = Path(scratch)
+            await self.download_dir(source_dir, staged)
+            await _in_thread(_copy_selected, staged, target, keep)
+
+
+def _copy_selected(staged: Path, target: Path, keep: Callable[[list[str]], list[str]]) -> None:
+    files = sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file())
+    for relative in keep(files):
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(staged / relative, destination)
+
+
+def _tar_excluded(path: str, patterns: Sequence[str]) -> bool:
+    """GNU tar's default for --exclude: a pattern may match any run of whole path components."""
+    parts = path.split("/")
+    runs = ["/".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)]
+    return any(
+        fnmatch.fnmatch(run, pattern.removeprefix("./")) for pattern in patterns for run in runs
+    )

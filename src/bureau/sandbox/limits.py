@@ -1,0 +1,270 @@
+"""How a sandbox's `Limits` are enforced on this machine, and by which kernel mechanism.
+
+| limit | mechanism | scope |
+|---|---|---|
+| memory_mb | RLIMIT_AS (address space) | each process |
+| max_processes | RLIMIT_NPROC of the sandbox's own uid; cgroup `pids.max` if writable | sandbox |
+| cpu_time_s | RLIMIT_CPU | each process |
+| max_file_mb | RLIMIT_FSIZE | each file written |
+| storage_mb | a tmpfs of that size over the trial folder (root); else a watcher | sandbox |
+| cpus | cgroup `cpu.cfs_quota_us` when the cpu controller is writable | sandbox |
+
+Every sandbox runs as a uid of its own (see `UidLease`), so RLIMIT_NPROC, which the kernel
+counts per uid, is a per-sandbox process limit even without cgroups. The memory cgroup is left
+alone on purpose: the machine's own machinery uses it, so memory is bounded per process
+(address space), not per sandbox. The tmpfs is a hard, instant storage limit (the writer gets
+ENOSPC) and also caps inodes; its pages live in RAM, which is the price of that precision.
+Without the right to mount, `StorageWatcher` polls the folder's size and kills the sandbox's
+processes when it passes the limit: it can overshoot by what is written between two polls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import logging
+import os
+import random
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bureau.sandbox.base import Limits
+
+log = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
+_CFS_PERIOD_US = 100_000
+_MS_NOSUID, _MS_NODEV = 2, 4
+_MNT_DETACH = 2
+
+
+def rlimit_argv(limits: Limits, prlimit: str) -> list[str]:
+    """A `prlimit` prefix that lowers the rlimits of the command it runs (limits only go down)."""
+    return [
+        prlimit,
+        f"--as={limits.memory_mb * MIB}",
+        f"--nproc={limits.max_processes}",
+        f"--cpu={limits.cpu_time_s}",
+        f"--fsize={limits.max_file_mb * MIB}",
+        "--core=0",
+        "--",
+    ]
+
+
+class UidLease:
+    """A uid that no other live sandbox on this machine uses, held until `release`.
+
+    The lease is an abstract unix socket named after the uid: binding it fails while another
+    process holds it, and the kernel frees it when the holder dies, so a crash leaks nothing.
+    The uids are above any real account's (no /etc/passwd entry) and unique per sandbox, which
+    makes RLIMIT_NPROC per sandbox and keeps sandboxes from signalling each other.
+    """
+
+    FIRST, LAST = 1_100_000, 1_900_000
+
+    def __init__(self) -> None:
+        for _ in range(64):
+            uid = random.randrange(self.FIRST, self.LAST)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                sock.bind(f"\0bureau-sandbox-uid-{uid}")
+            except OSError:
+                sock.close()
+                continue
+            self.uid, self._sock = uid, sock
+            return
+        raise RuntimeError("no free sandbox uid after 64 tries")
+
+    def release(self) -> None:
+        self._sock.close()
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of `uid` on the machine, whatever pid namespace it is in.
+
+    kill(-1) from a process running as `uid` reaches exactly the processes of that uid; the
+    helper runs in the host pid namespace, so it sees them all.
+    """
+    import subprocess
+
+    if not UidLease.FIRST <= uid < UidLease.LAST:
+        # Never a real account's uid: kill(-1) as this user would take down the host's processes.
+        raise ValueError(f"uid {uid} is not a sandbox uid")
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            ["/bin/sh", "-c", "kill -9 -1 2>/dev/null; true"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            env={},
+            timeout=10,
+            check=False,
+        )
+
+
+def processes_of_uid(uid: int) -> list[int]:
+    """Host pids whose real uid is `uid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:"):
+                if int(line.split()[1]) == uid:
+                    found.append(int(entry.name))
+                break
+    return found
+
+
+class Cgroups:
+    """Per-sandbox cgroup v1 `pids` and `cpu` groups, best effort.
+
+    A command joins them from a tiny shell wrapper (`join_script`) before it execs bwrap, so
+    every process it forks is born inside; moving bwrap in after it started would leave its
+    children outside. A missing or read-only controller is skipped: the rlimits still hold.
+    """
+
+    def __init__(self, name: str, limits: Limits, *, root: Path = _CGROUP_ROOT) -> None:
+        self.dirs: list[Path] = []
+        quota_us = max(1000, int(limits.cpus * _CFS_PERIOD_US))
+        wanted = {
+            "pids": {"pids.max": str(limits.max_processes)},
+            "cpu": {"cpu.cfs_period_us": str(_CFS_PERIOD_US), "cpu.cfs_quota_us": str(quota_us)},
+        }
+        for controller, settings in wanted.items():
+            group = root / controller / "bureau" / name
+            try:
+                group.mkdir(parents=True, exist_ok=True)
+                for key, value in settings.items():
+                    (group / key).write_text(value)
+            except OSError as exc:
+                log.debug("cgroup %s unavailable: %s", controller, exc)
+                with contextlib.suppress(OSError):
+                    group.rmdir()
+                continue
+            self.dirs.append(group)
+
+    def join_script(self) -> str:
+        """Shell that moves itself into every group; `exec "$@"` follows it."""
+        return "".join(f'echo $$ > "{group}/cgroup.procs" && ' for group in self.dirs)
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for group in self.dirs:
+            with contextlib.suppress(OSError, ValueError):
+                found.update(int(p) for p in (group / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def kill(self) -> None:
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+    def remove(self) -> None:
+        """Kill what is left and remove the groups; a group empties a moment after its kill."""
+        for group in self.dirs:
+            for _ in range(50):
+                self.kill()
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY:
+                        break
+                    time.sleep(0.02)
+        self.dirs = []
+
+
+def remove_stale_cgroups(name: str, *, root: Path = _CGROUP_ROOT) -> None:
+    """Remove a dead sandbox's groups; its last processes may take a moment to be reaped."""
+    for controller in ("pids", "cpu"):
+        group = root / controller / "bureau" / name
+        for _ in range(100):
+            try:
+                group.rmdir()
+            except OSError as exc:
+                if exc.errno == errno.EBUSY:
+                    time.sleep(0.02)
+                    continue
+            break
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def mount_tmpfs(path: Path, *, size_mb: int, mode: int = 0o700) -> bool:
+    """Mount a tmpfs of `size_mb` (and a matching inode budget) on `path`; False if not allowed."""
+    inodes = max(4096, size_mb * 256)
+    options = f"size={size_mb}m,nr_inodes={inodes},mode={mode:o}".encode()
+    flags = _MS_NOSUID | _MS_NODEV
+    if _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, options) == 0:
+        return True
+    log.debug("tmpfs mount on %s refused: %s", path, os.strerror(ctypes.get_errno()))
+    return False
+
+
+def unmount(path: Path) -> None:
+    """Detach a mount; lazy, so a process still holding a file there cannot block teardown."""
+    if _libc.umount2(os.fsencode(path), _MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOENT):
+            log.warning("umount %s: %s", path, os.strerror(err))
+
+
+def is_mountpoint(path: Path) -> bool:
+    target = os.fsencode(os.path.realpath(path))
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", "rb") as mounts:
+        return any(line.split()[4] == target for line in mounts)
+    return False
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes allocated under `path`, not following symlinks."""
+    total = 0
+    stack = [str(path)]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    total += st.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+    return total
+
+
+class StorageWatcher:
+    """Polls a folder's size and calls `on_exceeded` once it passes `limit_mb`."""
+
+    def __init__(
+        self, path: Path, limit_mb: int, on_exceeded: Callable[[], None], interval_s: float = 0.2
+    ) -> None:
+        self.path, self.limit_bytes, self.interval_s = path, limit_mb * MIB, interval_s
+        self.on_exceeded = on_exceeded
+        self.exceeded = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"storage-{path.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if disk_usage(self.path) > self.limit_bytes:
+                self.exceeded = True
+                self.on_exceeded()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)

@@ -1,0 +1,403 @@
+"""The local runtime: one bubblewrap invocation per command over a per-trial host folder.
+
+A sandbox is a folder (see `folder`) plus an identity: a uid of its own (`UidLease`) and, where
+the machine allows, a tmpfs the size of its storage limit and cgroups for its process count and
+CPU share (`limits`). Nothing runs between commands. Each `exec` or `spawn` starts bubblewrap
+afresh, which builds a new mount, pid, net, ipc and uts namespace for that one command:
+
+- a read-only root built from pieces: /usr (and the /bin, /lib, /sbin links into it), a few
+  /etc files (never shadow or resolv.conf), the Python installation and the project's venv,
+  and of the `bureau` package only what runs inside (`SANDBOX_PACKAGE_ENTRIES`, so an agent
+  cannot read the graders or the world generator); no /root home, no /sys, no other trials;
+- private /proc and /dev, no network but a loopback of its own;
+- the trial's folders at the task's workdir, /logs/agent, /logs/verifier, /tests, /solution and
+  /tmp, each bound or not, writable or not, by the command's phase (the table in `base`).
+
+Inside, `prlimit` lowers the rlimits and `setpriv` drops to the sandbox's uid with no
+capabilities, an empty bounding set and `no_new_privs` before the command runs. Uid 0 without
+capabilities is not enough: root may still write /proc/sys and /proc/sysrq-trigger by file
+permission alone. A seccomp filter (`seccomp`) keeps the command from making user namespaces,
+in which it could mount a tmpfs that no storage limit sees. When bwrap's outer process dies
+(timeout, `stop`, or this Python process dying, via `--die-with-parent`), the kernel kills the
+command's whole pid namespace, daemons and `setsid` escapees included. A spawned process dies
+with the thread that spawned it (bwrap's parent-death signal follows the thread), so spawn
+long-running servers from a long-lived thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import posixpath
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.sandbox import cleanup, seccomp
+from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox
+from bureau.sandbox.bwrap import (
+    SYSTEM_PATH,
+    check_workdir,
+    default_root,
+    find_tool,
+    sandbox_python,
+    system_args,
+)
+from bureau.sandbox.folder import TrialFolder, normalize_inside, phase_mounts
+from bureau.sandbox.limits import (
+    Cgroups,
+    StorageWatcher,
+    UidLease,
+    kill_uid,
+    mount_tmpfs,
+    remove_stale_cgroups,
+    rlimit_argv,
+    unmount,
+)
+from bureau.sandbox.process import (
+    DEFAULT_CAP_BYTES,
+    kill_group,
+    read_available,
+    run_captured,
+    wait_for_namespace_end,
+)
+from bureau.tasks.taskdir import TaskDir
+
+__all__ = ["LocalRuntime", "LocalSandbox", "sandbox_python"]
+
+
+class LocalRuntime(Runtime):
+    """Sandboxes built with bubblewrap on this machine; see the module docstring."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        *,
+        limits: Limits | None = None,
+        bwrap: str | None = None,
+        storage: str = "auto",
+        output_cap_bytes: int = DEFAULT_CAP_BYTES,
+    ) -> None:
+        """`limits` overrides every task's; `storage` is "auto", "tmpfs" or "watch"."""
+        self.bwrap = find_tool("bwrap", bwrap)
+        self.prlimit = find_tool("prlimit")
+        self.setpriv = find_tool("setpriv")
+        self.root = (root or default_root()).absolute()
+        self.limits = limits
+        self.output_cap_bytes = output_cap_bytes
+        self.privileged = os.geteuid() == 0
+        self.seccomp = seccomp.program()
+        if storage not in ("auto", "tmpfs", "watch"):
+            raise ValueError(f"storage must be auto, tmpfs or watch, not {storage!r}")
+        self.storage = storage
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o711)
+        cleanup.sweep_stale(self.root, _remove_stale)
+
+    def start(self, task: TaskDir, *, timeout_s: float) -> LocalSandbox:
+        deadline = time.monotonic() + timeout_s
+        workdir = check_workdir(task.config.environment.workdir)
+        sandbox = LocalSandbox(self, task, workdir, self.limits or Limits.from_task(task))
+        try:
+            sandbox._setup(task, deadline)
+        except BaseException as exc:
+            sandbox.stop()
+            if isinstance(exc, TimeoutError):
+                raise BureauSystemError(
+                    SystemErrorKind.sandbox_start_timeout, f"not ready in {timeout_s} s: {exc}"
+                ) from exc
+            if isinstance(exc, OSError):
+                raise BureauSystemError(
+                    SystemErrorKind.sandbox_start_failed, f"{type(exc).__name__}: {exc}"
+                ) from exc
+            raise
+        return sandbox
+
+
+def _remove_stale(folder: Path, fields: dict[str, str]) -> None:
+    uid = int(fields["uid"]) if fields.get("uid", "").isdigit() else None
+    if uid is not None and UidLease.FIRST <= uid < UidLease.LAST:
+        kill_uid(uid)
+    if fields.get("mounted") == "1":
+        unmount(folder)
+    remove_stale_cgroups(folder.name)
+
+
+class LocalSandbox(Sandbox):
+    def __init__(self, runtime: LocalRuntime, task: TaskDir, workdir: str, limits: Limits) -> None:
+        self.runtime, self.limits, self.workdir = runtime, limits, workdir
+        self.id = f"sbx-{secrets.token_hex(6)}"
+        self.path = runtime.root / self.id
+        self._lease = UidLease() if runtime.privileged else None
+        self.uid = self._lease.uid if self._lease else os.getuid()
+        owner = (self.uid, self.uid) if self._lease else None
+        self.folder = TrialFolder(self.path, workdir, owner)
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.RLock()
+        self._stopped = False
+        self._mounted = False
+        self._cgroups: Cgroups | None = None
+        self._watcher: StorageWatcher | None = None
+        self._prefix: list[str] = []
+
+    def _setup(self, task: TaskDir, deadline: float) -> None:
+        self.path.mkdir(mode=0o700)
+        if self.runtime.privileged and self.runtime.storage != "watch":
+            self._mounted = mount_tmpfs(self.path, size_mb=self.limits.storage_mb)
+            if not self._mounted and self.runtime.storage == "tmpfs":
+                raise OSError(f"cannot mount a tmpfs on {self.path}")
+        stamp = f"owner={cleanup.owner_stamp()}\nuid={self.uid}\nmounted={int(self._mounted)}\n"
+        (self.path / cleanup.OWNER_FILE).write_text(stamp)
+        cleanup.register(self)
+        self.folder.create()
+        (self.path / "etc").mkdir()
+        (self.path / "etc" / "passwd").write_text(
+            f"root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:{self.uid}:{self.uid}::/tmp:/bin/bash\n"
+        )
+        (self.path / "etc" / "group").write_text(f"root:x:0:\nagent:x:{self.uid}:\n")
+        if self.runtime.privileged:
+            self._cgroups = Cgroups(self.id, self.limits)
+        if not self._mounted:
+            self._watcher = StorageWatcher(self.path, self.limits.storage_mb, self._kill_all)
+        self._prefix = system_args(self.workdir)
+        if task.workspace_dir.is_dir():
+            self.folder.copy_in(task.workspace_dir, self.workdir, deadline=deadline)
+        if time.monotonic() > deadline:
+            raise TimeoutError("copying the workspace took too long")
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def wrap(
+        self,
+        cmd: Sequence[str],
+        *,
+        phase: Phase = "agent",
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        status_fd: int | None = None,
+        seccomp_fd: int | None = None,
+    ) -> tuple[list[str], dict[str, str]]:
+        """The host argv and environment that run `cmd` in this sandbox.
+
+        `seccomp_fd` must be a fresh pipe holding `seccomp.program()` (bwrap reads it to the
+        end); `exec` and `spawn` make one for every command.
+        """
+        if not cmd:
+            raise ValueError("empty command")
+        args = list(self._prefix)
+        args += ["--ro-bind", str(self.path / "etc/passwd"), "/etc/passwd"]
+        args += ["--ro-bind", str(self.path / "etc/group"), "/etc/group"]
+        for mount in phase_mounts(phase, self.workdir):
+            flag = "--bind" if mount.writable else "--ro-bind"
+            args += [flag, str(self.folder.host_dir(mount.sub)), mount.inside]
+            if mount.inside == "/tmp":
+                args += ["--bind", str(self.folder.host_dir(mount.sub)), "/dev/shm"]
+        args += ["--remount-ro", "/", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+        args += ["--unshare-uts", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+        # A relative cwd is taken from the workdir, as a shell started there would.
+        args += ["--chdir", normalize_inside(posixpath.join(self.workdir, cwd or "."))]
+        if status_fd is not None:
+            args += ["--json-status-fd", str(status_fd)]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        inner = rlimit_argv(self.limits, self.runtime.prlimit)
+        if self.runtime.privileged:
+            inner += [self.runtime.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}"]
+            inner += ["--clear-groups", "--bounding-set=-all", "--inh-caps=-all"]
+            inner += ["--no-new-privs", "--"]
+        else:
+            args.insert(0, "--unshare-user")
+        argv = [self.runtime.bwrap, *args, "--", *inner, *cmd]
+        if self._cgroups is not None and self._cgroups.dirs:
+            argv = ["/bin/sh", "-c", f'{self._cgroups.join_script()}exec "$@"', "sh", *argv]
+        return argv, self._env(env)
+
+    def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        threads = str(max(1, math.ceil(self.limits.cpus)))
+        env = {
+            "PATH": f"{Path(sys.prefix) / 'bin'}:{SYSTEM_PATH}",
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "USER": "agent",
+            "LOGNAME": "agent",
+            "LANG": "C.UTF-8",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": threads,
+            "OPENBLAS_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+            "BUREAU_WORKSPACE": self.workdir,
+            "BUREAU_VERIFIER_DIR": "/logs/verifier",
+            "BUREAU_AGENT_DIR": "/logs/agent",
+            "BUREAU_TESTS_DIR": "/tests",
+            "BUREAU_SOLUTION_DIR": "/solution",
+        }
+        env.update(extra or {})
+        return env
+
+    def exec(
+        self,
+        cmd: Sequence[str],
+        *,
+        timeout_s: float,
+        phase: Phase = "agent",
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: str | None = None,
+    ) -> ExecResult:
+        self._require_running()
+        if phase == "verifier":
+            # Nothing the agent started may run alongside the verifier.
+            self._kill_all()
+        status_r, status_w = os.pipe()
+        try:
+            proc = self._start(cmd, phase, env, cwd, stdin is not None, status_fd=status_w)
+        except BaseException:
+            os.close(status_r)
+            raise
+        finally:
+            os.close(status_w)
+        try:
+            done = run_captured(
+                proc,
+                timeout_s=timeout_s,
+                kill=lambda: kill_group(proc),
+                stdin=stdin.encode() if stdin is not None else None,
+                cap_bytes=self.runtime.output_cap_bytes,
+            )
+        finally:
+            self._procs.discard(proc)
+        status = read_available(status_r)
+        if done.timed_out:
+            wait_for_namespace_end(status)
+        stderr = done.stderr
+        if self._watcher is not None and self._watcher.exceeded:
+            stderr += f"\n[bureau] storage limit of {self.limits.storage_mb} MiB exceeded"
+        elif not done.timed_out and '"exit-code"' not in status:
+            what = "the sandbox was stopped" if self._stopped else "bubblewrap failed"
+            raise BureauSystemError(
+                SystemErrorKind.sandbox_crashed,
+                f"{what} (exit {done.returncode}): {stderr.strip()[-2000:]}",
+            )
+        return ExecResult(done.returncode, done.stdout, stderr, done.timed_out, done.duration_s)
+
+    def spawn(
+        self,
+        cmd: Sequence[str],
+        *,
+        phase: Phase = "agent",
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> subprocess.Popen[bytes]:
+        self._require_running()
+        return self._start(cmd, phase, env, cwd, True)
+
+    def _start(
+        self,
+        cmd: Sequence[str],
+        phase: Phase,
+        env: Mapping[str, str] | None,
+        cwd: str | None,
+        pipe_stdin: bool,
+        status_fd: int | None = None,
+    ) -> subprocess.Popen[bytes]:
+        pass_fds = [] if status_fd is None else [status_fd]
+        filter_r = None
+        if self.runtime.seccomp is not None:
+            filter_r, filter_w = os.pipe()
+            os.write(filter_w, self.runtime.seccomp)
+            os.close(filter_w)
+            pass_fds.append(filter_r)
+        try:
+            argv, full_env = self.wrap(
+                cmd, phase=phase, env=env, cwd=cwd, status_fd=status_fd, seccomp_fd=filter_r
+            )
+            return self._popen(argv, full_env, pipe_stdin, tuple(pass_fds))
+        finally:
+            if filter_r is not None:
+                os.close(filter_r)
+
+    def _popen(
+        self, argv: list[str], env: dict[str, str], pipe_stdin: bool, pass_fds: tuple[int, ...]
+    ) -> subprocess.Popen[bytes]:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
+        except OSError as exc:
+            raise BureauSystemError(
+                SystemErrorKind.sandbox_crashed, f"cannot start {argv[0]}: {exc}"
+            ) from exc
+        with self._lock:
+            self._procs = {p for p in self._procs if p.poll() is None}
+            self._procs.add(proc)
+        return proc
+
+    def _require_running(self) -> None:
+        if self._stopped:
+            raise BureauSystemError(SystemErrorKind.sandbox_crashed, f"{self.id} is stopped")
+
+    # -- files ------------------------------------------------------------------------------
+
+    def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file to `dest`, or a folder's contents into `dest`.
+
+        `dest` must lie under the workdir, /logs, /tests or /solution; anything else is an
+        `upload_failed` error. A missing `src` is FileNotFoundError.
+        """
+        self._require_running()
+        self.folder.copy_in(Path(src), dest)
+
+    def download(self, src: str, dest: Path) -> None:
+        """Copy a file to `dest`, or a folder's contents into `dest`; symlinks are skipped."""
+        self._require_running()
+        self.folder.copy_out(src, Path(dest))
+
+    def host_path(self, inside: str) -> Path:
+        """The host path behind an inside path (read it only once the sandbox is idle)."""
+        root, parts = self.folder.resolve(inside)
+        return root.joinpath(*parts)
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def _kill_all(self) -> None:
+        procs = list(self._procs)
+        for proc in procs:
+            kill_group(proc)
+        if self._lease is not None:
+            kill_uid(self.uid)
+        if self._cgroups is not None:
+            self._cgroups.kill()
+        for proc in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+    def stop(self) -> None:
+        """Kill everything, unmount and remove the folder; each step is safe to repeat."""
+        with self._lock:
+            self._stopped = True
+            self._kill_all()
+            if self._watcher is not None:
+                self._watcher.stop()
+            if self._mounted:
+                unmount(self.path)
+            shutil.rmtree(self.path, ignore_errors=True)
+            if self._cgroups is not None:
+                self._cgroups.remove()
+            if self._lease is not None:
+                self._lease.release()
+            cleanup.unregister(self)

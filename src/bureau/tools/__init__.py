@@ -1,0 +1,40 @@
+"""MCP tool servers that give an agent the workspace of one trial.
+
+Eight groups, each a module with a `register(server, workspace)` function and a standalone
+entry point (`python -m bureau.tools.pdf`); `python -m bureau.tools [--groups a,b]
+[--workspace DIR] [--max-output-chars N] [--call-timeout-s S]` serves any set of them from one
+process over stdio (see `bureau.tools.cli`). Tool names carry their group's prefix (`fs_`,
+`pdf_`, `sheet_`, `slides_`, `docx_`, `mail_`, `chat_`, `code_`) so they stay unique when
+groups share a server.
+
+What every tool guarantees (`bureau.tools.core`):
+
+- it only touches the workspace: paths are relative to it or absolute inside it, and `..` or
+  symlinks that leave it are refused with `path_outside_workspace`;
+- it returns text that says what it found or did ("wrote 3 cells to Sheet1!B2:B4"), never an
+  empty result;
+- a failure is an MCP error result (`isError`) reading `kind: message`, without a traceback;
+- a long result keeps its head and tail around a note saying how much was cut;
+- a call has a deadline; one that overruns it is answered with a `timeout` error at once, and
+  its worker thread stops at its next deadline check (see `core` for what that means for
+  writes).
+
+Agent code (the `code_` tools) runs isolated from the server process; `bureau.tools.runner`
+explains how, and what is weaker when the server does not run as root.
+
+This file imports nothing heavy, so the group table can be read without starting MCP.
+"""
+
+GROUPS: dict[str, str] = {
+    "filesystem": "bureau.tools.filesystem",
+    "pdf": "bureau.tools.pdf",
+    "spreadsheet": "bureau.tools.spreadsheet",
+    "slides": "bureau.tools.slides",
+    "documents": "bureau.tools.documents",
+    "mail": "bureau.tools.mail",
+    "chat": "bureau.tools.chat",
+    "code": "bureau.tools.code",
+}
+"""Group name -> module that registers it."""
+
+__all__ = ["GROUPS"]

@@ -1,0 +1,178 @@
+"""Harbor interoperability, both ways: Harbor runs bureau's tasks, bureau runs Harbor's.
+
+- Harbor (in a Python 3.12 venv of its own, see `harbor_venv.py`) runs a generated bureau
+  dataset, plus a task written by hand in Harbor's format, with `-a oracle` (reward 1.0) and
+  `-a nop` (reward 0.0), in bureau's bubblewrap environment
+  (`-e bureau.integrations.harbor:BubblewrapEnvironment`): no Docker involved.
+- `harbor_probe.py` drives that environment through Harbor's `BaseEnvironment` API, one feature
+  at a time (exec, env, cwd, upload/download, timeouts, cancellation, no network).
+- `bureau tasks check` runs the hand-written Harbor task (a plain `reward.txt`, no bureau
+  grader) in bureau's own trial runner: oracle passes, nop is reported broken.
+
+The Harbor parts skip unless a Python >= 3.12 that actually starts is found. SLOW: the first run
+builds `.venv-harbor/` (about 3 minutes, or 1 with a warm pip cache); later runs reuse it while
+pyproject.toml is unchanged, and the whole module then takes about 40 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harbor_venv import ensure_harbor_venv, find_python312
+
+pytestmark = [
+    pytest.mark.harbor,
+    pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is missing"),
+]
+
+HERE = Path(__file__).resolve().parent
+FIXTURE = HERE / "fixtures" / "harbor-hello"
+ENVIRONMENT = "bureau.integrations.harbor:BubblewrapEnvironment"
+HARBOR_TIMEOUT_S = 300
+
+
+@pytest.fixture(scope="module")
+def harbor_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """bin/ of the Harbor venv. SLOW on first use: builds it (pip install harbor + bureau)."""
+    python = find_python312()
+    if python is None:
+        pytest.skip("no Python >= 3.12 that runs (set BUREAU_PYTHON312 to one)")
+    log = tmp_path_factory.mktemp("harbor-venv") / "pip.log"
+    try:
+        return ensure_harbor_venv(python, log=log)
+    except subprocess.CalledProcessError as exc:
+        pytest.fail(f"building the Harbor venv failed ({exc}):\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def dataset(harbor_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One generated world with 2 tasks (built by bureau on 3.12), plus the hand-written task."""
+    root = tmp_path_factory.mktemp("harbor-ds") / "ds"
+    build = [
+        *("worlds", "build", "--split", "eval", "--worlds", "1", "--tasks", "2"),
+        *("--files", "20", "--out", str(root), "--force"),
+    ]
+    done = subprocess.run(
+        [str(harbor_bin / "bureau"), *build], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    shutil.copytree(FIXTURE, root / FIXTURE.name)
+    return root
+
+
+def harbor_run(harbor_bin: Path, path: Path, agent: str, jobs_dir: Path) -> list[dict[str, Any]]:
+    """`harbor run` in bureau's environment; the result.json of every trial of the job."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    command = [
+        *(str(harbor_bin / "harbor"), "run", "-p", str(path), "-a", agent, "-e", ENVIRONMENT),
+        *("-o", str(jobs_dir), "--job-name", agent, "-n", "2", "--yes"),
+    ]
+    done = subprocess.run(
+        command,
+        env=env,
+        cwd=jobs_dir,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=HARBOR_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+    # Harbor's layout: <jobs_dir>/<job_name>/result.json, and one <trial_name>/result.json each.
+    job = json.loads((jobs_dir / agent / "result.json").read_text())
+    assert job["stats"]["n_errored_trials"] == 0, json.dumps(job["stats"], indent=1)
+    return [json.loads(p.read_text()) for p in sorted((jobs_dir / agent).glob("*/result.json"))]
+
+
+def seconds(timing: dict[str, str] | None) -> float:
+    assert timing is not None
+    started, finished = (datetime.fromisoformat(timing[k]) for k in ("started_at", "finished_at"))
+    return (finished - started).total_seconds()
+
+
+@pytest.mark.parametrize(("agent", "reward"), [("oracle", 1.0), ("nop", 0.0)])
+def test_harbor_runs_tasks_in_bureau_sandbox(
+    harbor_bin: Path, dataset: Path, tmp_path: Path, agent: str, reward: float
+) -> None:
+    trials = harbor_run(harbor_bin, dataset, agent, tmp_path)
+    tasks = sorted(str(p) for p in dataset.iterdir() if (p / "task.toml").exists())
+    assert len(tasks) == 3
+    assert sorted(trial["task_id"]["path"] for trial in trials) == tasks
+    for trial in trials:
+        assert trial["exception_info"] is None, trial["exception_info"]
+        assert trial["verifier_result"]["rewards"]["reward"] == reward, trial["trial_name"]
+        phases = {
+            k: seconds(trial[k]) for k in ("environment_setup", "agent_execution", "verifier")
+        }
+        total = seconds({"started_at": trial["started_at"], "finished_at": trial["finished_at"]})
+        print(f"{agent} {trial['trial_name']}: {total:.2f} s in Harbor; phases {phases}")
+
+
+def test_environment_features_through_harbor_api(harbor_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "probe.json"
+    done = subprocess.run(
+        [str(harbor_bin / "python"), str(HERE / "harbor_probe.py"), str(FIXTURE), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=HARBOR_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+    seen = json.loads(out.read_text())
+    print(json.dumps(seen))
+    assert seen["exec"] == ["/app\nout\n", "err\n", 3]  # default cwd is the task's workdir
+    assert seen["env"] == "hi there\n"
+    assert seen["cwd"] == "/tmp\n"
+    assert seen["network"] == "refused\n"
+    assert seen["upload"] == "uploaded\na\n"
+    assert seen["download"] == ["0.5\n", "uploaded\n"]
+    assert seen["filtered"] == [
+        ["deep/r.txt", "keep.txt"],  # include *.txt (fnmatch's * matches /)
+        ["drop.log", "keep.txt"],  # exclude deep/
+    ]
+    assert seen["is_dir"] == [True, True]
+    assert seen["timeout"] == "Command timed out after 1 seconds"
+    assert seen["cancel"] == "timed out"
+    assert seen["early_file"] is True
+    assert seen["late_file"] is False  # the cancelled command's background child was killed
+    assert seen["concurrent"] == [f"{i}\n" for i in range(8)]
+    assert "not started" in seen["after_stop"]
+
+
+def bureau_check(task: Path, agent: str, trials_dir: Path) -> subprocess.CompletedProcess[str]:
+    bureau = Path(sys.executable).parent / "bureau"
+    command = [str(bureau), "tasks", "check", str(task), "--agent", agent]
+    return subprocess.run(
+        [*command, "--concurrency", "1", "--trials-dir", str(trials_dir)],
+        capture_output=True,
+        text=True,
+        timeout=HARBOR_TIMEOUT_S,
+    )
+
+
+def test_bureau_checks_a_harbor_format_task(tmp_path: Path) -> None:
+    """Oracle scores 1 and nop 0 on the hand-written task, so `check` passes with both agents."""
+    task = tmp_path / FIXTURE.name
+    shutil.copytree(FIXTURE, task)
+    for agent, reward in (("oracle", 1.0), ("nop", 0.0)):
+        done = bureau_check(task, agent, tmp_path / agent)
+        assert done.returncode == 0, done.stdout + done.stderr
+        (result,) = (tmp_path / agent).rglob("result.json")
+        assert json.loads(result.read_text())["reward"] == reward
+
+
+def test_bureau_check_fails_a_broken_harbor_format_task(tmp_path: Path) -> None:
+    """A solution that writes the wrong greeting: the oracle scores 0, so `check` exits 1."""
+    task = tmp_path / FIXTURE.name
+    shutil.copytree(FIXTURE, task)
+    solve = task / "solution" / "solve.sh"
+    solve.write_text(solve.read_text().replace("hello, harbor", "goodbye"))
+    done = bureau_check(task, "oracle", tmp_path / "oracle")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 broken task" in done.stdout and "reward 0.0" in done.stdout, done.stdout

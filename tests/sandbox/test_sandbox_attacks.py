@@ -1,0 +1,346 @@
+"""Adversarial tests of the local runtime: one attack per test, run as solve.sh or agent code.
+
+Every test asserts three things: the attack is contained (the forbidden thing did not happen
+on the host), it is reported (non-zero exit, an error message, or a timeout), and the host and
+other trials are unaffected (`assert_unaffected`: the host still starts processes and a
+bystander sandbox still runs a command). Limits are small (see `sandbox_helpers.SMALL`), so each
+attack ends in seconds.
+"""
+
+from __future__ import annotations
+
+import errno
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sandbox_helpers import MakeTask, assert_unaffected, bash, python
+
+from bureau.errors import BureauSystemError
+from bureau.sandbox.base import ExecResult, Limits
+from bureau.sandbox.limits import MIB, is_mountpoint, processes_of_uid
+from bureau.sandbox.local import LocalRuntime, LocalSandbox
+
+
+@pytest.fixture
+def home_secret() -> Iterator[Path]:
+    """A secret file in the user's home (not under the test's tmp dir)."""
+    folder = Path(tempfile.mkdtemp(prefix=".bureau-attack-", dir=Path.home()))
+    (folder / "secret.txt").write_text("home-secret-7f3a\n")
+    yield folder / "secret.txt"
+    shutil.rmtree(folder)
+
+
+def test_cannot_read_host_shadow(sandbox: LocalSandbox, bystander: LocalSandbox) -> None:
+    result = bash(sandbox, "cat /etc/shadow; ls /etc")
+    assert result.returncode == 0, "ls ran, so the exit code is the listing's"
+    assert "No such file" in result.stderr
+    assert "shadow" not in result.stdout and "root:" not in result.stdout
+    assert_unaffected(bystander)
+
+
+def test_cannot_read_user_home_or_host_tmp(
+    sandbox: LocalSandbox, bystander: LocalSandbox, home_secret: Path, tmp_path: Path
+) -> None:
+    host_tmp_secret = tmp_path / "tmp-secret.txt"
+    host_tmp_secret.write_text("tmp-secret-91c2\n")
+    result = bash(sandbox, f"cat {home_secret} {host_tmp_secret}; ls -A /root")
+    assert "No such file" in result.stderr
+    assert "secret" not in result.stdout
+    assert result.stdout.split() == [".pyenv"], "only the Python installation is under /root"
+    assert_unaffected(bystander)
+
+
+@pytest.mark.parametrize(
+    "target", ["/etc/passwd", "/usr/bin/evil", "/evil", "/logs/evil", "/root/evil", "VENV"]
+)
+def test_cannot_write_outside_workspace(
+    sandbox: LocalSandbox, bystander: LocalSandbox, tmp_path: Path, target: str
+) -> None:
+    if target == "VENV":
+        import sys
+
+        target = f"{sys.prefix}/evil"
+    before = Path(target).read_bytes() if Path(target).is_file() else None
+    result = bash(sandbox, f"echo pwned > {target}")
+    assert result.returncode != 0
+    assert "Read-only file system" in result.stderr or "Permission denied" in result.stderr
+    after = Path(target).read_bytes() if Path(target).is_file() else None
+    assert before == after
+    assert_unaffected(bystander)
+
+
+def test_symlink_out_of_workspace_leads_nowhere(
+    runtime: LocalRuntime, make_task: MakeTask, bystander: LocalSandbox, tmp_path: Path
+) -> None:
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("outside-secret-55d1\n")
+    task = make_task()
+    (task.workspace_dir / "shipped-link").symlink_to(secret)
+    sb = runtime.start(task, timeout_s=30)
+    try:
+        result = bash(sb, f"ln -s {secret} made-link; cat made-link; cat shipped-link")
+    finally:
+        sb.stop()
+    assert result.returncode != 0 and result.stderr.count("No such file") == 2
+    assert "outside-secret" not in result.stdout
+    assert_unaffected(bystander)
+
+
+def test_download_does_not_follow_a_planted_symlink(
+    sandbox: LocalSandbox, bystander: LocalSandbox, home_secret: Path, tmp_path: Path
+) -> None:
+    result = bash(sandbox, f"mkdir out && ln -s {home_secret} out/leak && echo ok > out/real")
+    assert result.returncode == 0
+    sandbox.download("/workspace/out", tmp_path / "got")
+    assert sorted(p.name for p in (tmp_path / "got").iterdir()) == ["real"]
+    with pytest.raises(BureauSystemError, match="not a regular file"):
+        sandbox.download("/workspace/out/leak", tmp_path / "leak.txt")
+    assert not (tmp_path / "leak.txt").exists()
+    assert_unaffected(bystander)
+
+
+def test_upload_does_not_follow_a_planted_symlink(
+    sandbox: LocalSandbox, bystander: LocalSandbox, tmp_path: Path
+) -> None:
+    host_dir = tmp_path / "host-dir"
+    host_dir.mkdir()
+    assert bash(sandbox, f"ln -s {host_dir} trap").returncode == 0
+    (tmp_path / "payload.txt").write_text("payload")
+    sandbox.upload(tmp_path / "payload.txt", "/workspace/trap/payload.txt")
+    assert list(host_dir.iterdir()) == [], "nothing was written through the symlink"
+    assert bash(sandbox, "cat trap/payload.txt").stdout == "payload"
+    assert_unaffected(bystander)
+
+
+def test_cannot_connect_to_a_host_loopback_server(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept())
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+        result = python(sandbox, code)
+        curl = bash(sandbox, f"exec 3<>/dev/tcp/127.0.0.1/{port}")
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert result.returncode != 0 and "ConnectionRefusedError" in result.stderr
+    assert curl.returncode != 0
+    assert accepted == []
+    assert_unaffected(bystander)
+
+
+def test_cannot_resolve_dns(sandbox: LocalSandbox, bystander: LocalSandbox) -> None:
+    result = python(sandbox, "import socket; print(socket.getaddrinfo('example.com', 443))")
+    assert result.returncode != 0 and "gaierror" in result.stderr
+    assert result.stdout == ""
+    assert_unaffected(bystander)
+
+
+def test_fork_bomb_is_bounded(sandbox: LocalSandbox, bystander: LocalSandbox) -> None:
+    results: list[ExecResult] = []
+
+    def bomb() -> None:
+        results.append(bash(sandbox, ":(){ :|:& };:; sleep 60", timeout_s=3))
+
+    thread = threading.Thread(target=bomb)
+    thread.start()
+    time.sleep(1.0)
+    assert_unaffected(bystander)  # while the bomb is going off
+    thread.join(timeout=30)
+    (result,) = results
+    assert result.timed_out and result.duration_s < 15
+    assert "Resource temporarily unavailable" in result.stderr
+    assert processes_of_uid(sandbox.uid) == []
+    assert bash(sandbox, "echo still-usable").stdout == "still-usable\n"
+
+
+def test_allocating_10_gb_fails(sandbox: LocalSandbox, bystander: LocalSandbox) -> None:
+    result = python(sandbox, "b = bytearray(10 * 2**30); print('allocated')")
+    assert result.returncode != 0 and "MemoryError" in result.stderr
+    assert "allocated" not in result.stdout
+    assert_unaffected(bystander)
+
+
+def test_filling_the_disk_stops_at_the_storage_limit(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    result = bash(
+        sandbox, "for i in 1 2 3 4; do head -c 30000000 /dev/zero > fill$i || exit 1; done"
+    )
+    assert result.returncode != 0 and "No space left on device" in result.stderr
+    written = sum(f.stat().st_size for f in sandbox.host_path("/workspace").glob("fill*"))
+    assert written <= 64 * MIB
+    assert is_mountpoint(sandbox.path), "the trial's files live in its own size-capped tmpfs"
+    assert_unaffected(bystander)
+
+
+def test_storage_limit_holds_without_tmpfs(
+    tmp_path: Path, make_task: MakeTask, bystander: LocalSandbox
+) -> None:
+    limits = Limits(storage_mb=16, max_file_mb=8, max_processes=64, memory_mb=1024)
+    runtime = LocalRuntime(tmp_path / "watched", limits=limits, storage="watch")
+    sb = runtime.start(make_task(), timeout_s=30)
+    try:
+        script = "i=0; while :; do i=$((i+1)); head -c 4000000 /dev/zero > f$i; sleep 0.05; done"
+        result = bash(sb, script, timeout_s=20)
+        used = sum(f.stat().st_size for f in sb.host_path("/workspace").glob("f*"))
+    finally:
+        sb.stop()
+    assert not result.timed_out and result.returncode != 0
+    assert "storage limit of 16 MiB exceeded" in result.stderr
+    assert used < 64 * MIB
+    assert_unaffected(bystander)
+
+
+def test_cannot_escape_limits_through_a_user_namespace(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    attack = "unshare -Urm sh -c 'mount -t tmpfs none /tmp && head -c 20000000 /dev/zero > /tmp/a'"
+    result = bash(sandbox, attack)
+    raw = "import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+    raw += "print(libc.unshare(0x10000000), ctypes.get_errno())"  # CLONE_NEWUSER
+    syscall = python(sandbox, raw)
+    assert result.returncode != 0 and "Operation not permitted" in result.stderr
+    assert syscall.stdout.split() == ["-1", str(errno.EPERM)]
+    assert_unaffected(bystander)
+
+
+def test_one_huge_file_hits_the_file_size_limit(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    result = bash(sandbox, "head -c 40000000 /dev/zero > /tmp/big")
+    assert result.returncode != 0 and "File size limit exceeded" in result.stderr
+    assert sandbox.host_path("/workspace").parent.exists()
+    assert_unaffected(bystander)
+
+
+def test_cpu_spin_past_the_timeout_is_killed(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    result = python(sandbox, "while True: pass", timeout_s=1.5)
+    assert result.timed_out and result.duration_s < 8
+    assert processes_of_uid(sandbox.uid) == []
+    assert_unaffected(bystander)
+
+
+def test_background_processes_do_not_outlive_their_command(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    result = bash(sandbox, "(setsid nohup sleep 300 >/dev/null 2>&1 &); sleep 300 & disown; exit 7")
+    assert result.returncode == 7
+    time.sleep(0.1)
+    assert processes_of_uid(sandbox.uid) == []
+    assert_unaffected(bystander)
+
+
+def test_killing_the_parent_process_is_contained(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    server = sandbox.spawn(["sleep", "30"])
+    try:
+        parent = python(sandbox, "import os, signal; os.kill(os.getppid(), signal.SIGKILL)")
+        everyone = bash(sandbox, "kill -9 1; kill -9 -1; echo survived")
+        assert parent.returncode != 0 and "PermissionError" in parent.stderr
+        # pid 1 is bwrap's init (root), and kill(-1) reaches only this command's namespace.
+        assert "Operation not permitted" in everyone.stderr
+        assert "No such process" in everyone.stderr
+        assert server.poll() is None, "a process in another command of the sandbox survives"
+        assert bash(sandbox, "echo next").stdout == "next\n"
+    finally:
+        server.kill()
+        server.wait()
+    assert_unaffected(bystander)
+
+
+def test_cannot_see_another_trial_through_proc(
+    runtime: LocalRuntime, make_task: MakeTask, bystander: LocalSandbox
+) -> None:
+    victim = runtime.start(make_task(files={"victim.txt": "victim-secret-a1b2\n"}), timeout_s=30)
+    attacker = runtime.start(make_task(), timeout_s=30)
+    sleeper = victim.spawn(["sleep", "31.5"])
+    try:
+        victim_file = victim.host_path("/workspace/victim.txt")
+        scan = (
+            "import glob\n"
+            "for f in glob.glob('/proc/[0-9]*/cmdline'):\n"
+            "    print(open(f, 'rb').read())\n"
+            f"print(open('/proc/{sleeper.pid}/root/workspace/victim.txt').read())\n"
+        )
+        result = python(attacker, scan)
+        direct = bash(attacker, f"cat {victim_file}")
+        assert result.returncode != 0 and "FileNotFoundError" in result.stderr
+        assert b"31.5" not in result.stdout.encode() and "victim-secret" not in result.stdout
+        assert direct.returncode != 0 and "victim-secret" not in direct.stdout
+        assert sleeper.poll() is None, "the victim's process is untouched"
+        assert bash(victim, "cat victim.txt").stdout == "victim-secret-a1b2\n"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        victim.stop()
+        attacker.stop()
+    assert_unaffected(bystander)
+
+
+def test_agent_cannot_tamper_with_verifier_logs(
+    sandbox: LocalSandbox, bystander: LocalSandbox
+) -> None:
+    attack = (
+        "mkdir -p /logs/verifier; echo '{\"reward\": 1}' > /logs/verifier/reward.json; "
+        "echo 1 > /logs/verifier/reward.txt"
+    )
+    tamper = bash(sandbox, attack)
+    lingering = sandbox.spawn(["bash", "-c", "while :; do echo 1 > /logs/verifier/r.txt; done"])
+    seen = bash(sandbox, "ls -A /logs/verifier; ls /tests", phase="verifier")
+    assert tamper.returncode != 0 and "Read-only file system" in tamper.stderr
+    assert seen.returncode == 0 and seen.stdout == ""
+    assert list(sandbox.host_path("/logs/verifier").iterdir()) == []
+    assert lingering.poll() is not None, "agent processes are ended before the verifier runs"
+    assert_unaffected(bystander)
+
+
+def test_cannot_gain_privileges(sandbox: LocalSandbox, bystander: LocalSandbox) -> None:
+    code = (
+        "import os\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(os.getuid(), 'CapEff:\\t0000000000000000' in status, 'NoNewPrivs:\\t1' in status)\n"
+        "for path in ('/proc/sys/kernel/hostname', '/proc/sysrq-trigger'):\n"
+        "    try:\n"
+        "        open(path, 'w')\n"
+        "        print('opened', path)\n"
+        "    except OSError as exc:\n"
+        "        print(type(exc).__name__)\n"
+    )
+    result = python(sandbox, code)
+    uid, no_caps, no_new_privs, *opens = result.stdout.split()
+    assert int(uid) == sandbox.uid != 0
+    assert no_caps == no_new_privs == "True"
+    assert all(line in ("PermissionError", "FileNotFoundError") for line in opens), opens
+    su = bash(sandbox, "su -c id root </dev/null")
+    assert su.returncode != 0
+    assert subprocess.run(["true"]).returncode == 0
+    assert_unaffected(bystander)
