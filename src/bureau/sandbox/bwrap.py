@@ -116,6 +116,22 @@ def system_args(workdir: str) -> list[str]:
     return [*args, "--proc", "/proc", "--dev", "/dev", "--symlink", "../tmp", "/var/tmp"]
 
 
+def shadowed_args(inside: Sequence[str]) -> list[str]:
+    """Binds to repeat after the trial's folders are mounted at `inside` (e.g. /tmp).
+
+    A checkout or venv that lives under /tmp (CI clones often do) would be hidden by the
+    sandbox's private /tmp; binding it again on top keeps Python and bureau reachable.
+    """
+    package = Path(bureau.__file__).parent
+    paths = [*python_trees()]
+    paths += [str(package / e) for e in SANDBOX_PACKAGE_ENTRIES if (package / e).exists()]
+    args: list[str] = []
+    for path in paths:
+        if any(_under(path, target) for target in inside):
+            args += ["--ro-bind", path, path]
+    return args
+
+
 def check_workdir(workdir: str) -> str:
     norm = normalize_inside(workdir)
     clash = [r for r in (*_RESERVED, *python_trees()) if _under(norm, r) or _under(r, norm)]

@@ -48,6 +48,7 @@ from bureau.sandbox.bwrap import (
     default_root,
     find_tool,
     sandbox_python,
+    shadowed_args,
     system_args,
 )
 from bureau.sandbox.folder import TrialFolder, normalize_inside, phase_mounts
@@ -195,11 +196,13 @@ class LocalSandbox(Sandbox):
         args = list(self._prefix)
         args += ["--ro-bind", str(self.path / "etc/passwd"), "/etc/passwd"]
         args += ["--ro-bind", str(self.path / "etc/group"), "/etc/group"]
-        for mount in phase_mounts(phase, self.workdir):
+        mounts = phase_mounts(phase, self.workdir)
+        for mount in mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(self.folder.host_dir(mount.sub)), mount.inside]
             if mount.inside == "/tmp":
                 args += ["--bind", str(self.folder.host_dir(mount.sub)), "/dev/shm"]
+        args += shadowed_args([m.inside for m in mounts])
         args += ["--remount-ro", "/", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
         args += ["--unshare-uts", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
         # A relative cwd is taken from the workdir, as a shell started there would.
