@@ -125,10 +125,22 @@ def shadowed_args(inside: Sequence[str]) -> list[str]:
     package = Path(bureau.__file__).parent
     paths = [*python_trees()]
     paths += [str(package / e) for e in SANDBOX_PACKAGE_ENTRIES if (package / e).exists()]
+    shadowed = [p for p in paths if any(_under(p, target) and p != target for target in inside)]
+    if not shadowed:
+        return []
+    # Their parents are created inside the trial's folder; make them traversable (bwrap would
+    # create them 0700, closed to the sandbox's uid).
+    parents = {
+        str(parent)
+        for path in shadowed
+        for parent in PurePosixPath(path).parents
+        if any(_under(str(parent), t) and str(parent) != t for t in inside)
+    }
     args: list[str] = []
-    for path in paths:
-        if any(_under(path, target) for target in inside):
-            args += ["--ro-bind", path, path]
+    for folder in sorted(parents, key=lambda p: (p.count("/"), p)):
+        args += ["--perms", "0755", "--dir", folder]
+    for path in shadowed:
+        args += ["--ro-bind", path, path]
     return args
 
 
