@@ -69,9 +69,9 @@ def sample_calls(workspace: Path) -> dict[str, dict[str, Any]]:
             "blocks": blocks,
             "overwrite": True,
         },
+        "sheet_create": {"path": "output/s.xlsx", "rows": [["a", 1]], "overwrite": True},
         "sheet_list": {"path": xlsx},
         "sheet_read": {"path": xlsx, "sheet": "Register"},
-        "sheet_create": {"path": "output/s.xlsx", "rows": [["a", 1]], "overwrite": True},
         "sheet_write": {
             "path": "output/s.xlsx",
             "sheet": "Sheet1",
@@ -79,8 +79,8 @@ def sample_calls(workspace: Path) -> dict[str, dict[str, Any]]:
             "rows": [[1, 2]],
         },
         "sheet_add_sheet": {"path": xlsx, "name": "Scratch"},
-        "slides_read": {"path": pptx},
         "slides_create": {"path": "output/d.pptx", "title": "Deck", "overwrite": True},
+        "slides_read": {"path": pptx},
         "slides_add_slide": {"path": "output/d.pptx", "title": "Sizing", "bullets": ["a", "b"]},
         "slides_edit_slide": {"path": "output/d.pptx", "slide": 1, "title": "Deck v2"},
         "slides_set_table": {
@@ -88,8 +88,8 @@ def sample_calls(workspace: Path) -> dict[str, dict[str, Any]]:
             "slide": 2,
             "rows": [["Seg", "TAM"], ["A", 1]],
         },
-        "docx_read": {"path": docx},
         "docx_create": {"path": "output/m.docx", "blocks": blocks, "overwrite": True},
+        "docx_read": {"path": docx},
         "docx_append": {"path": "output/m.docx", "blocks": blocks[1:2]},
         "docx_edit_paragraph": {"path": "output/m.docx", "index": 1, "text": "Edited."},
         "mail_list": {},
@@ -147,8 +147,9 @@ async def tool_latency(runtime: Any, task: TaskDir, root: Path, repeats: int) ->
     out: dict[str, Any] = {}
     try:
         calls = sample_calls(task.workspace_dir)
-        names = sorted(t.name for t in slot.tools.tools)
-        for name in names:
+        served = {t.name for t in slot.tools.tools}
+        # The order of `calls`: files are created before the calls that edit them.
+        for name in [*(n for n in calls if n in served), *sorted(served - set(calls))]:
             args = calls.get(name)
             if args is None:
                 out[name] = "no sample call"
@@ -159,7 +160,7 @@ async def tool_latency(runtime: Any, task: TaskDir, root: Path, repeats: int) ->
                 started = time.perf_counter()
                 result = await slot.tools.call(name, args, timeout_s=60)
                 times.append(time.perf_counter() - started)
-                if result.isError:
+                if result.is_error:
                     error = str(result.content[0])[:120] if result.content else "error"
             out[name] = {"p50_ms": round(1000 * statistics.median(times), 1)}
             if error:
@@ -198,7 +199,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--tasks", type=int, default=200)
-    parser.add_argument("--levels", default="1,8,32")
+    parser.add_argument("--levels", default="1,8,32", help="concurrency levels; '' skips")
+    parser.add_argument("--only-tools", action="store_true", help="just the tool latencies")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bureau-bench-sandbox-"))
     n_tasks = 40 if args.quick else args.tasks
@@ -207,16 +209,18 @@ def main() -> None:
     law = next(t for t in tasks if "-law-" in t.path.name)
     runtime = get_runtime("local", root=root / "sandboxes")
     report: dict[str, Any] = {}
-    report["start_to_ready_to_teardown"] = asyncio.run(
-        start_to_ready(runtime, law, root, 10 if args.quick else 40)
-    )
-    print(json.dumps(report, indent=2), flush=True)
+    if not args.only_tools:
+        report["start_to_ready_to_teardown"] = asyncio.run(
+            start_to_ready(runtime, law, root, 10 if args.quick else 40)
+        )
+        print(json.dumps(report, indent=2), flush=True)
     report["tool_call_latency"] = asyncio.run(
         tool_latency(runtime, law, root, 3 if args.quick else 10)
     )
     print(json.dumps(report["tool_call_latency"], indent=2), flush=True)
-    levels = [int(x) for x in args.levels.split(",")]
-    report["oracle_throughput"] = asyncio.run(throughput(runtime, tasks, root, levels))
+    levels = [] if args.only_tools else [int(x) for x in args.levels.split(",") if x]
+    if levels:
+        report["oracle_throughput"] = asyncio.run(throughput(runtime, tasks, root, levels))
     runtime.close()
     print(json.dumps(report, indent=2))
 
