@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -173,7 +174,8 @@ def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
 
 
 def run_demo(out: Path, seed: int, jobs: int) -> int:
-    """Small train and eval sets (every domain), oracle and empty grading, one summary."""
+    """Small train and eval sets (every domain), oracle and empty grading in-process, then the
+    eval set as real sandboxed trials with the oracle and nop agents; one summary."""
     console.rule("bureau demo")
     results: dict[str, dict[str, Any]] = {}
     ok = True
@@ -187,6 +189,20 @@ def run_demo(out: Path, seed: int, jobs: int) -> int:
             print_grade_summary(f"{split}", summary)
             results[split][mode] = summary.to_dict()
             ok = ok and summary.ok
+    console.rule("sandboxed trials")
+    from bureau.cli.check import run_check
+    from bureau.sandbox import get_runtime
+
+    try:
+        get_runtime("local").close()
+    except Exception as exc:  # no bubblewrap here: the rest of the demo still stands
+        console.print(f"[yellow]skipping sandboxed trials:[/] {exc}")
+    else:
+        for agent in ("oracle", "nop"):
+            shutil.rmtree(out / f"trials-{agent}", ignore_errors=True)
+            code = run_check(out / "eval", agent, 4, "bwrap", out / f"trials-{agent}", 4)
+            results["eval"][f"sandboxed_{agent}_ok"] = code == 0
+            ok = ok and code == 0
     (out / "demo-summary.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     verdict = "[green]all checks passed[/]" if ok else "[red]some tasks are broken[/]"
     console.print(f"{verdict}; summary in {out / 'demo-summary.json'}")
