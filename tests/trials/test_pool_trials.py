@@ -1,0 +1,97 @@
+"""The warm pool and a tool-using agent, end to end in bubblewrap sandboxes."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bureau.sandbox import get_runtime
+from bureau.tasks.taskdir import TaskDir, load_task_dir
+from bureau.trials.agents import Agent, AgentContext, AgentResult
+from bureau.trials.pool import WarmPool
+from bureau.trials.trial import run_trial
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+
+TEST_SH = """#!/usr/bin/env bash
+out="${BUREAU_VERIFIER_DIR:-/logs/verifier}"
+if [ "$(cat "${BUREAU_WORKSPACE:-/app}/output/answer.txt" 2>/dev/null)" = "42" ]; then
+  echo 1 > "$out/reward.txt"; else echo 0 > "$out/reward.txt"; fi
+"""
+
+
+def make_task(root: Path, name: str, note: str) -> TaskDir:
+    path = root / name
+    (path / "environment" / "workspace").mkdir(parents=True)
+    (path / "tests").mkdir()
+    (path / "environment" / "workspace" / "note.txt").write_text(note)
+    (path / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    (path / "instruction.md").write_text("Write the answer to the question in note.txt.\n")
+    (path / "tests" / "test.sh").write_text(TEST_SH)
+    (path / "task.toml").write_text(
+        '[environment]\nworkdir = "/app"\nstorage_mb = 256\n[agent]\ntimeout_sec = 60.0\n'
+    )
+    return load_task_dir(path)
+
+
+class ToolAgent(Agent):
+    """Reads the note with the filesystem tool and writes the answer with it."""
+
+    name = "tool-agent"
+    uses_tools = True
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        assert ctx.tools is not None
+        note = await ctx.tools.call("fs_read_text", {"path": "note.txt"}, 30)
+        text = "\n".join(getattr(c, "text", "") for c in note.content)
+        answer = "42" if "six times seven" in text else "0"
+        write = {"path": "output/answer.txt", "content": answer, "mode": "overwrite"}
+        await ctx.tools.call("fs_write_text", write, 30)
+        return AgentResult({"tools": len(ctx.tools.tools)})
+
+
+def test_pool_serves_each_task_its_own_files_and_refills(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        runtime = get_runtime("local", root=tmp_path / "sbx")
+        pool = WarmPool(runtime, tmp_path / "pool", size=1)
+        a = make_task(tmp_path, "a", "six times seven")
+        b = make_task(tmp_path, "b", "something else")
+        try:
+            await pool.warm(a)
+            first = await pool.acquire(a)
+            listing = await first.tools.call("fs_read_text", {"path": "note.txt"}, 30)
+            assert "six times seven" in listing.content[0].text  # type: ignore[union-attr]
+            second = await pool.acquire(b)  # the refill, or a slot started on demand
+            other = await second.tools.call("fs_read_text", {"path": "note.txt"}, 30)
+            assert "something else" in other.content[0].text  # type: ignore[union-attr]
+            assert first.sandbox.id != second.sandbox.id
+            await first.close()
+            await first.close()  # idempotent
+            await second.close()
+        finally:
+            await pool.close()
+            runtime.close()
+
+    asyncio.run(scenario())
+
+
+def test_tool_using_trial_from_the_pool_is_graded(tmp_path: Path) -> None:
+    async def scenario() -> list[tuple[str, float | None, bool]]:
+        runtime = get_runtime("local", root=tmp_path / "sbx")
+        pool = WarmPool(runtime, tmp_path / "pool", size=1)
+        try:
+            out = []
+            for name, note in (("right", "six times seven"), ("wrong", "nothing here")):
+                task = make_task(tmp_path, name, note)
+                result = await run_trial(task, ToolAgent(), runtime, tmp_path / "trials", pool=pool)
+                assert int(result.agent_metadata["tools"]) >= 8  # every group is served
+                out.append((result.status, result.reward, result.agent_setup.seconds is not None))
+            return out
+        finally:
+            await pool.close()
+            runtime.close()
+
+    assert asyncio.run(scenario()) == [("completed", 1.0, True), ("completed", 0.0, True)]
