@@ -94,8 +94,14 @@ class Sandbox(ABC):
         phase: Phase = "agent",
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
-        """Start a long-running process with piped stdin/stdout/stderr (binary)."""
+        """Start a long-running process with piped stdin/stdout/stderr (binary).
+
+        `tool_server`: the process is the MCP tool server, which runs agent code as a second
+        uid of the sandbox (`BUREAU_CODE_UID`) so that code cannot signal, trace or read it.
+        Runtimes that cannot give it that power ignore the flag.
+        """
 
     @abstractmethod
     def upload(self, src: Path, dest: str) -> None:

@@ -228,6 +228,7 @@ class DockerSandbox(Sandbox):
         phase: Phase = "agent",
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
         argv = exec_args(
             self.runtime.docker, self.id, cmd, self._env(env), cwd or self.workdir, True

@@ -85,6 +85,10 @@ class UidLease:
         self._sock.close()
 
 
+# A sandbox's tool server runs agent code as a second uid, this far above the sandbox's own.
+CODE_UID_OFFSET = 1_000_000
+
+
 def kill_uid(uid: int) -> None:
     """SIGKILL every process of `uid` on the machine, whatever pid namespace it is in.
 
@@ -93,7 +97,11 @@ def kill_uid(uid: int) -> None:
     """
     import subprocess
 
-    if not UidLease.FIRST <= uid < UidLease.LAST:
+    offset = CODE_UID_OFFSET
+    if not (
+        UidLease.FIRST <= uid < UidLease.LAST
+        or UidLease.FIRST + offset <= uid < UidLease.LAST + offset
+    ):
         # Never a real account's uid: kill(-1) as this user would take down the host's processes.
         raise ValueError(f"uid {uid} is not a sandbox uid")
     with contextlib.suppress(OSError, subprocess.SubprocessError):

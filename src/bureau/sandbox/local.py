@@ -53,6 +53,7 @@ from bureau.sandbox.bwrap import (
 )
 from bureau.sandbox.folder import TrialFolder, normalize_inside, phase_mounts
 from bureau.sandbox.limits import (
+    CODE_UID_OFFSET,
     Cgroups,
     StorageWatcher,
     UidLease,
@@ -72,6 +73,11 @@ from bureau.sandbox.process import (
 from bureau.tasks.taskdir import TaskDir
 
 __all__ = ["LocalRuntime", "LocalSandbox", "sandbox_python"]
+
+
+# The tool server's capabilities (see `wrap`); its code uid is CODE_UID_OFFSET above the
+# sandbox's uid (sandbox uids lie in 1.1M-1.9M, so code uids in 2.1M-2.9M never collide).
+TOOL_SERVER_CAPS = ("chown", "dac_override", "fowner", "kill", "setgid", "setuid")
 
 
 class LocalRuntime(Runtime):
@@ -174,6 +180,11 @@ class LocalSandbox(Sandbox):
         if time.monotonic() > deadline:
             raise TimeoutError("copying the workspace took too long")
 
+    @property
+    def code_uid(self) -> int:
+        """The second uid, for agent code run by the tool server: unique as `uid` is."""
+        return self.uid + CODE_UID_OFFSET
+
     # -- commands ---------------------------------------------------------------------------
 
     def wrap(
@@ -185,6 +196,7 @@ class LocalSandbox(Sandbox):
         cwd: str | None = None,
         status_fd: int | None = None,
         seccomp_fd: int | None = None,
+        tool_server: bool = False,
     ) -> tuple[list[str], dict[str, str]]:
         """The host argv and environment that run `cmd` in this sandbox.
 
@@ -212,16 +224,25 @@ class LocalSandbox(Sandbox):
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         inner = rlimit_argv(self.limits, self.runtime.prlimit)
+        extra_env: dict[str, str] = {}
         if self.runtime.privileged:
             inner += [self.runtime.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}"]
-            inner += ["--clear-groups", "--bounding-set=-all", "--inh-caps=-all"]
+            if tool_server:
+                # Just the powers to run agent code as the sandbox's second uid and keep
+                # serving files that code now owns; nothing else, and never more after exec.
+                caps = ",".join(f"+{c}" for c in TOOL_SERVER_CAPS)
+                inner += ["--clear-groups", f"--bounding-set=-all,{caps}"]
+                inner += [f"--inh-caps=-all,{caps}", f"--ambient-caps=-all,{caps}"]
+                extra_env["BUREAU_CODE_UID"] = str(self.code_uid)
+            else:
+                inner += ["--clear-groups", "--bounding-set=-all", "--inh-caps=-all"]
             inner += ["--no-new-privs", "--"]
         else:
             args.insert(0, "--unshare-user")
         argv = [self.runtime.bwrap, *args, "--", *inner, *cmd]
         if self._cgroups is not None and self._cgroups.dirs:
             argv = ["/bin/sh", "-c", f'{self._cgroups.join_script()}exec "$@"', "sh", *argv]
-        return argv, self._env(env)
+        return argv, self._env({**extra_env, **(env or {})})
 
     def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         threads = str(max(1, math.ceil(self.limits.cpus)))
@@ -299,9 +320,10 @@ class LocalSandbox(Sandbox):
         phase: Phase = "agent",
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
         self._require_running()
-        return self._start(cmd, phase, env, cwd, True)
+        return self._start(cmd, phase, env, cwd, True, tool_server=tool_server)
 
     def _start(
         self,
@@ -311,6 +333,7 @@ class LocalSandbox(Sandbox):
         cwd: str | None,
         pipe_stdin: bool,
         status_fd: int | None = None,
+        tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
         pass_fds = [] if status_fd is None else [status_fd]
         filter_r = None
@@ -321,7 +344,13 @@ class LocalSandbox(Sandbox):
             pass_fds.append(filter_r)
         try:
             argv, full_env = self.wrap(
-                cmd, phase=phase, env=env, cwd=cwd, status_fd=status_fd, seccomp_fd=filter_r
+                cmd,
+                phase=phase,
+                env=env,
+                cwd=cwd,
+                status_fd=status_fd,
+                seccomp_fd=filter_r,
+                tool_server=tool_server,
             )
             return self._popen(argv, full_env, pipe_stdin, tuple(pass_fds))
         finally:
@@ -383,6 +412,7 @@ class LocalSandbox(Sandbox):
             kill_group(proc)
         if self._lease is not None:
             kill_uid(self.uid)
+            kill_uid(self.code_uid)
         if self._cgroups is not None:
             self._cgroups.kill()
         for proc in procs:

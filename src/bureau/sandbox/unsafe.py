@@ -172,6 +172,7 @@ class UnsafeSandbox(Sandbox):
         phase: Phase = "agent",
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
         return self._popen(cmd, phase, env, cwd)
 

@@ -57,8 +57,9 @@ def parser(default_groups: Sequence[str] | None = None) -> argparse.ArgumentPars
     p.add_argument(
         "--code-uid",
         type=_uid,
-        default=65534,
-        help="uid the code tools run code as when the server is root ('none': same uid)",
+        default=_uid(os.environ.get("BUREAU_CODE_UID") or "65534"),
+        help="uid the code tools run code as, when the server may switch to it "
+        "(default: $BUREAU_CODE_UID, set by bureau's sandbox, else 65534; 'none': same uid)",
     )
     p.add_argument("--code-python", default="", help="interpreter for code_run_python")
     p.add_argument("--code-memory-mb", type=int, default=4096)

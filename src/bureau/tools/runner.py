@@ -52,6 +52,7 @@ _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
 # Loaded before any fork: the child may only call what is already in memory.
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -74,8 +75,9 @@ class RunResult:
     run_as_uid: int
 
 
-# Switching to the code uid, giving it the workspace and killing its processes take these.
-_CAP_CHOWN, _CAP_KILL, _CAP_SETGID, _CAP_SETUID = 0, 5, 6, 7
+# Switching to the code uid, giving it the workspace, still writing files it then owns and
+# killing its processes take these.
+_CAP_CHOWN, _CAP_DAC_OVERRIDE, _CAP_FOWNER, _CAP_KILL, _CAP_SETGID, _CAP_SETUID = 0, 1, 3, 5, 6, 7
 
 
 def _has_capabilities(*caps: int) -> bool:
@@ -89,11 +91,14 @@ def _has_capabilities(*caps: int) -> bool:
 
 
 def code_uid(settings: ToolSettings) -> int | None:
-    """The uid code runs as, or None when it keeps the server's: the server is not root, no
-    code uid is configured, or a sandbox dropped the capabilities the switch needs."""
-    if os.geteuid() != 0 or settings.code_uid is None or settings.code_uid == 0:
+    """The uid code runs as, or None when it keeps the server's: no code uid is configured,
+    or the server lacks the capabilities the switch needs (bureau's sandbox grants them to
+    its tool server, as a non-root uid, through ambient capabilities)."""
+    if settings.code_uid is None or settings.code_uid in (0, os.geteuid()):
         return None
-    if not _has_capabilities(_CAP_CHOWN, _CAP_KILL, _CAP_SETGID, _CAP_SETUID):
+    if not _has_capabilities(
+        _CAP_CHOWN, _CAP_DAC_OVERRIDE, _CAP_FOWNER, _CAP_KILL, _CAP_SETGID, _CAP_SETUID
+    ):
         return None
     return settings.code_uid
 
@@ -227,6 +232,9 @@ def _child_setup(limits: list[tuple[int, int]]) -> Callable[[], None]:
         # Runs in the child after fork and after the uid switch, before exec.
         for which, value in limits:
             resource.setrlimit(which, (value, value))
+        # A server given ambient capabilities would pass them on through exec: clear them,
+        # so the code starts with none (with no_new_privs, no file can grant any back).
+        _libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
         _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 

@@ -25,9 +25,9 @@ from mcp.shared.message import SessionMessage
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Sandbox
 
-# The sandbox already runs each sandbox's processes as a uid of their own, without
-# capabilities, so the code runner keeps that uid (RLIMIT_NPROC is then per sandbox).
-TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools", "--code-uid", "none"]
+# The sandbox starts the tool server with `tool_server=True`: it then runs agent code as the
+# sandbox's second uid (BUREAU_CODE_UID), which cannot signal, trace or read the server.
+TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools"]
 
 
 def tool_server_cmd() -> list[str]:
@@ -162,7 +162,7 @@ async def open_tool_link(
     sandbox: Sandbox, *, timeout_s: float, cmd: list[str] | None = None
 ) -> ToolLink:
     """Start the tool servers in `sandbox` and complete the MCP handshake."""
-    proc = sandbox.spawn(cmd or tool_server_cmd(), phase="agent")
+    proc = sandbox.spawn(cmd or tool_server_cmd(), phase="agent", tool_server=True)
     link = ToolLink(proc)
     ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     link._owner = asyncio.create_task(link._own(ready))
