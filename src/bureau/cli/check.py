@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from bureau.cli.commands import _progress, _task_dirs, console
+from bureau.cli.commands import console, progress_bar, task_dirs
 from bureau.errors import BureauSystemError
 from bureau.tasks.errors import TaskFormatErrors
 from bureau.tasks.taskdir import load_task_dir
@@ -33,7 +33,7 @@ def _reason(result: TrialResult, trials_dir: Path) -> str:
     grading = trials_dir / result.trial_name / "verifier" / "grading.json"
     if grading.exists():
         data = json.loads(grading.read_text())
-        failed = [c for c in data.get("criteria", data.get("results", [])) if not c.get("passed")]
+        failed = [c for c in data.get("results", []) if not c.get("passed")]
         return "; ".join(f"{c.get('id')}: {c.get('reason')}" for c in failed)[:300]
     return f"reward {result.reward}"
 
@@ -49,7 +49,7 @@ def run_check(
     from bureau.sandbox import get_runtime
 
     try:
-        tasks = [load_task_dir(d) for d in _task_dirs(root)]
+        tasks = [load_task_dir(d) for d in task_dirs(root)]
     except TaskFormatErrors as exc:
         for error in exc.errors:
             console.print(f"[red]error:[/] {error}")
@@ -63,7 +63,7 @@ def run_check(
     trials_dir.mkdir(parents=True, exist_ok=True)
     expected = EXPECTED[agent]
     started = time.perf_counter()
-    with _progress() as progress:
+    with progress_bar() as progress:
         bar = progress.add_task(f"{agent} trials", total=len(tasks))
         results = asyncio.run(
             run_trials(

@@ -20,7 +20,7 @@ from bureau.worlds.builder import BuildConfig, WorldResult, build_split
 console = Console(soft_wrap=True)  # never break paths and error lines
 
 
-def _progress() -> Progress:
+def progress_bar() -> Progress:
     return Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -32,7 +32,7 @@ def _progress() -> Progress:
 
 
 def build(cfg: BuildConfig) -> dict[str, Any]:
-    with _progress() as progress:
+    with progress_bar() as progress:
         bar = progress.add_task(f"building {cfg.split} worlds", total=cfg.worlds)
 
         def on_world(result: WorldResult) -> None:
@@ -120,7 +120,7 @@ def run_validate(root: Path, require_solution: bool) -> int:
     return 0 if report.ok else 1
 
 
-def _task_dirs(root: Path) -> list[Path]:
+def task_dirs(root: Path) -> list[Path]:
     if (root / "task.toml").exists():
         return [root]
     dataset = load_dataset(root)
@@ -128,9 +128,9 @@ def _task_dirs(root: Path) -> list[Path]:
 
 
 def grade(root: Path, mode: AnswerMode, jobs: int) -> CheckSummary:
-    dirs = _task_dirs(root)
+    dirs = task_dirs(root)
     started = time.perf_counter()
-    with _progress() as progress:
+    with progress_bar() as progress:
         bar = progress.add_task(f"grading {mode} answers", total=len(dirs))
         outcomes = check_tasks(dirs, mode, jobs=jobs, on_result=lambda _: progress.advance(bar))
     return summarize(mode, outcomes, time.perf_counter() - started)

@@ -121,7 +121,6 @@ async def run_trials(
             on_result(result)
         return result
 
-    try:
-        return list(await asyncio.gather(*(one(t) for t in tasks)))
-    finally:
-        executor.shutdown(wait=False)
+    # The executor stays the loop's default: code after this call may still use to_thread,
+    # and asyncio.run shuts the default executor down when the loop closes.
+    return list(await asyncio.gather(*(one(t) for t in tasks)))
