@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from bureau.cli.model import model_app
+
 app = typer.Typer(
     help="bureau: simulated companies, Harbor tasks and RL post-training of knowledge agents.",
     no_args_is_help=True,
@@ -21,6 +23,7 @@ worlds_app = typer.Typer(help="Generate simulated companies and their tasks.", n
 tasks_app = typer.Typer(help="Validate and grade Harbor task datasets.", no_args_is_help=True)
 app.add_typer(worlds_app, name="worlds")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(model_app, name="model")
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

@@ -1,0 +1,59 @@
+"""`bureau model`: random-weight Qwen3 checkpoints for tests and CPU runs.
+
+torch and transformers are imported inside the command, so `bureau --help` stays instant.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+model_app = typer.Typer(help="Create and inspect model checkpoints.", no_args_is_help=True)
+
+
+class VocabChoice(StrEnum):
+    qwen3 = "qwen3"
+    qwen3_6 = "qwen3.6"
+
+
+@model_app.command("init")
+def model_init(
+    out: Annotated[Path, typer.Option(help="Checkpoint folder to create.")],
+    vocab: Annotated[VocabChoice, typer.Option(help="Tokenizer vocabulary.")] = VocabChoice.qwen3,
+    layers: Annotated[int, typer.Option(min=1, help="Transformer layers.")] = 2,
+    hidden: Annotated[int, typer.Option(min=1, help="Hidden size.")] = 64,
+    heads: Annotated[int, typer.Option(min=1, help="Attention heads.")] = 2,
+    kv_heads: Annotated[int, typer.Option(min=1, help="Key/value heads (GQA).")] = 1,
+    head_dim: Annotated[
+        int | None, typer.Option(min=1, help="Per-head size (default hidden / heads).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The weights depend only on this and the shape.")] = 0,
+    tokenizer_cache: Annotated[
+        Path | None,
+        typer.Option(help="Tokenizer cache folder (default ~/.cache/bureau/tokenizers)."),
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Write into a non-empty folder.")] = False,
+) -> None:
+    """Write a random-weight Qwen3ForCausalLM (untied embeddings, float32) with its tokenizer."""
+    from bureau.models.checkpoint import init_checkpoint
+
+    try:
+        init_checkpoint(
+            vocab.value,
+            layers,
+            hidden,
+            out,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            seed=seed,
+            tokenizer_cache_dir=tokenizer_cache,
+            overwrite=force,
+        )
+    except (ValueError, FileExistsError) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from error
+    typer.echo(f"wrote {out}")
