@@ -217,9 +217,7 @@ class DockerSandbox(Sandbox):
         self._procs.discard(proc)
         if done.stderr.startswith("Error response from daemon") and not done.timed_out:
             raise BureauSystemError(SystemErrorKind.sandbox_crashed, done.stderr.strip()[-1000:])
-        return ExecResult(
-            done.returncode, done.stdout, done.stderr, done.timed_out, done.duration_s
-        )
+        return done
 
     def spawn(
         self,

@@ -27,6 +27,7 @@ long-running servers from a long-lived thread.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import posixpath
@@ -311,7 +312,7 @@ class LocalSandbox(Sandbox):
                 SystemErrorKind.sandbox_crashed,
                 f"{what} (exit {done.returncode}): {stderr.strip()[-2000:]}",
             )
-        return ExecResult(done.returncode, done.stdout, stderr, done.timed_out, done.duration_s)
+        return dataclasses.replace(done, stderr=stderr)
 
     def spawn(
         self,

@@ -19,9 +19,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from bureau.sandbox.base import ExecResult
 
 DEFAULT_CAP_BYTES = 4 * 1024 * 1024
 _KILL_GRACE_S = 5.0
@@ -62,15 +63,6 @@ class CappedBuffer:
         return head + rest
 
 
-@dataclass
-class Completed:
-    returncode: int
-    stdout: str
-    stderr: str
-    timed_out: bool
-    duration_s: float
-
-
 def run_captured(
     proc: subprocess.Popen[bytes],
     *,
@@ -78,7 +70,7 @@ def run_captured(
     kill: Callable[[], None],
     stdin: bytes | None = None,
     cap_bytes: int = DEFAULT_CAP_BYTES,
-) -> Completed:
+) -> ExecResult:
     """Wait for `proc` (started with stdout and stderr piped) until `timeout_s`, then `kill`."""
     started = time.monotonic()
     deadline = started + timeout_s
@@ -120,7 +112,7 @@ def run_captured(
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
-    return Completed(
+    return ExecResult(
         returncode=returncode,
         stdout=buffers["stdout"].text(),
         stderr=buffers["stderr"].text(),

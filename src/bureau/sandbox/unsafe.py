@@ -161,9 +161,7 @@ class UnsafeSandbox(Sandbox):
             cap_bytes=DEFAULT_CAP_BYTES,
         )
         self._procs.discard(proc)
-        return ExecResult(
-            done.returncode, done.stdout, done.stderr, done.timed_out, done.duration_s
-        )
+        return done
 
     def spawn(
         self,
