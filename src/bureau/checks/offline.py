@@ -12,6 +12,7 @@ This is a data check, not isolation: the sandboxed version is `bureau tasks chec
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -163,18 +164,13 @@ def check_tasks(
     on_result: Callable[[TaskOutcome], None] | None = None,
 ) -> list[TaskOutcome]:
     work = [(d, mode) for d in task_dirs]
-    results: Iterator[TaskOutcome]
-    if jobs <= 1:
-        results = map(_check_one, work)
-        out = []
+    out: list[TaskOutcome] = []
+    with contextlib.ExitStack() as stack:
+        results: Iterator[TaskOutcome] = map(_check_one, work)
+        if jobs > 1:
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=jobs))
+            results = pool.map(_check_one, work, chunksize=4)
         for r in results:
-            out.append(r)
-            if on_result:
-                on_result(r)
-        return out
-    out = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for r in pool.map(_check_one, work, chunksize=4):
             out.append(r)
             if on_result:
                 on_result(r)
