@@ -22,6 +22,9 @@ class SystemErrorKind(StrEnum):
     verifier_error = "verifier_error"
     reward_file_missing = "reward_file_missing"
     upload_failed = "upload_failed"
+    engine_error = "engine_error"
+    engine_timeout = "engine_timeout"
+    engine_unavailable = "engine_unavailable"
     internal_error = "internal_error"
 
 
