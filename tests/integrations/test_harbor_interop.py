@@ -21,12 +21,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from harbor_venv import ensure_harbor_venv, find_python312
+
+from bureau.harness.trajectory import TrajectoryRecord
 
 pytestmark = [
     pytest.mark.harbor,
@@ -113,6 +116,27 @@ def test_harbor_runs_tasks_in_bureau_sandbox(
         }
         total = seconds({"started_at": trial["started_at"], "finished_at": trial["finished_at"]})
         print(f"{agent} {trial['trial_name']}: {total:.2f} s in Harbor; phases {phases}")
+
+
+def test_harbor_validates_the_harness_atif_export(
+    harbor_bin: Path, tmp_path: Path, make_record: Callable[..., TrajectoryRecord]
+) -> None:
+    """Harbor's own ATIF model accepts bureau's trajectory export."""
+    from bureau.harness.export import to_atif
+
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(to_atif(make_record())))
+    check = (
+        "import sys; from harbor.models.trajectories import Trajectory; "
+        "t = Trajectory.model_validate_json(open(sys.argv[1]).read()); "
+        "print(len(t.steps), t.steps[2].tool_calls[0].function_name)"
+    )
+    done = subprocess.run(
+        [str(harbor_bin / "python"), "-c", check, str(path)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["4", "fs_list"]
 
 
 def test_environment_features_through_harbor_api(harbor_bin: Path, tmp_path: Path) -> None:
