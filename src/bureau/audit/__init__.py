@@ -1,0 +1,1 @@
+"""Audits of stored runs: checks that what was trained on is what was sampled."""

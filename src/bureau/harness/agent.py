@@ -1,0 +1,141 @@
+"""The harness as a trial agent: one episode against the trial's MCP tool servers.
+
+The agent writes its record (`agent/record.json`) and its ATIF trajectory
+(`agent/trajectory.json`) into the trial directory before it returns or raises, so nothing is
+lost when the engine or a tool server fails: the trial is then a system error (masked from
+training) and the record says where the trajectory stopped.
+
+The answer convention of bureau tasks is a JSON file, `output/answer.json`, which the model
+writes with the filesystem tool. A model that instead puts a JSON object in its final message
+gets it written for it (with `fs_write_text` in `create` mode, so an answer file it wrote itself
+is never replaced); the trial's metadata says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.harness.export import to_atif
+from bureau.harness.loop import Episode, HarnessConfig, ToolOutput
+from bureau.harness.render import Message, Renderer, tool_schema
+from bureau.harness.trajectory import TrajectoryRecord
+from bureau.inference.client import Sampler
+from bureau.trials.agents import Agent, AgentContext, AgentResult
+
+if TYPE_CHECKING:
+    from bureau.trials.mcp_link import ToolLink
+
+ANSWER_PATH = "output/answer.json"
+RECORD_FILE = "record.json"
+ATIF_FILE = "trajectory.json"
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+class MCPTools:
+    """`ToolBackend` over the trial's MCP link."""
+
+    def __init__(self, link: ToolLink) -> None:
+        self.link = link
+
+    def specs(self) -> list[Message]:
+        return [tool_schema(t.name, t.description, dict(t.input_schema)) for t in self.link.tools]
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolOutput:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            result = await self.link.call(name, arguments, timeout_s)
+        except MCPError as exc:  # a JSON-RPC error from a live server: the model's to read
+            return ToolOutput(f"error: {exc}", True)
+        parts = [
+            c.text if c.type == "text" else f"[{c.type} content omitted]"
+            for c in result.content
+            if hasattr(c, "type")
+        ]
+        return ToolOutput("\n".join(str(p) for p in parts), bool(result.is_error))
+
+
+def final_json(content: str) -> dict[str, Any] | None:
+    """The JSON object in a final message: a fenced block, or the whole message."""
+    candidates = [*_FENCED.findall(content), content.strip()]
+    for text in candidates:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+@dataclass
+class HarnessAgent(Agent):
+    """Drives `sampler` through the task with the trial's tools; see the module docstring."""
+
+    sampler: Sampler
+    renderer: Renderer
+    config: HarnessConfig
+    model_name: str
+    deadline_margin_s: float = 5.0
+    name = "harness"
+    version = "1"
+    uses_tools = True
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        if ctx.tools is None:
+            raise BureauSystemError(SystemErrorKind.tool_server_failed, "no tool link")
+        margin = min(self.deadline_margin_s, ctx.timeout_s * 0.1)
+        episode = Episode(
+            self.sampler,
+            self.renderer,
+            MCPTools(ctx.tools),
+            self.config,
+            task_name=ctx.task.name,
+            model=self.model_name,
+            deadline=time.monotonic() + ctx.timeout_s - margin,
+        )
+        record = await episode.run(ctx.task.instruction)
+        metadata: dict[str, Any] = {
+            "stop_reason": record.stop_reason,
+            "num_turns": record.num_turns,
+            "num_sampled_tokens": record.num_sampled_tokens,
+            "num_tool_calls": len(record.tool_calls),
+            "llm_time_s": record.llm_time_s,
+            "tool_time_s": record.tool_time_s,
+            "trajectory_id": record.trajectory_id,
+        }
+        if record.stop_reason == "answered" and episode.error is None:
+            metadata["answer_written_by_harness"] = await self._write_answer(ctx.tools, record)
+        (ctx.log_dir / RECORD_FILE).write_text(json.dumps(record.to_dict()) + "\n")
+        (ctx.log_dir / ATIF_FILE).write_text(
+            json.dumps(to_atif(record, agent_version=self.version), indent=1) + "\n"
+        )
+        if episode.error is not None:
+            raise episode.error
+        return AgentResult(metadata)
+
+    async def _write_answer(self, tools: ToolLink, record: TrajectoryRecord) -> bool:
+        answer = final_json(str(record.messages[-1].get("content") or ""))
+        if answer is None:
+            return False
+        output = await MCPTools(tools).call(
+            "fs_write_text",
+            {"path": ANSWER_PATH, "content": json.dumps(answer), "mode": "create"},
+            self.config.tool_timeout_s,
+        )
+        return not output.is_error
+
+
+def load_record(trial_dir: Any) -> TrajectoryRecord | None:
+    """The harness record of a trial directory, or None when the agent left none."""
+    from pathlib import Path
+
+    path = Path(trial_dir) / "agent" / RECORD_FILE
+    if not path.is_file():
+        return None
+    return TrajectoryRecord.from_dict(json.loads(path.read_text()))
