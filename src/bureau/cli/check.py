@@ -10,19 +10,26 @@ import asyncio
 import json
 import statistics
 import time
+import tomllib
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from bureau.cli.commands import console, progress_bar, task_dirs
 from bureau.errors import BureauSystemError
 from bureau.tasks.errors import TaskFormatErrors
-from bureau.tasks.taskdir import load_task_dir
+from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import BUILTIN_AGENTS
 from bureau.trials.result import TrialResult
 from bureau.trials.scheduler import SchedulerConfig, run_trials
 from bureau.trials.trial import TrialConfig
+
+if TYPE_CHECKING:  # the harness needs the `models` extra; oracle and nop checks do not
+    from bureau.harness.loop import HarnessConfig
 
 EXPECTED = {"oracle": 1.0, "nop": 0.0}
 
@@ -38,6 +45,38 @@ def _reason(result: TrialResult, trials_dir: Path) -> str:
     return f"reward {result.reward}"
 
 
+def load_tasks(root: Path, max_tasks: int | None = None) -> list[TaskDir]:
+    """The tasks under `root` (the first `max_tasks`); exits 2 listing every malformed one."""
+    dirs = task_dirs(root)[:max_tasks] if max_tasks is not None else task_dirs(root)
+    try:
+        return [load_task_dir(d) for d in dirs]
+    except TaskFormatErrors as exc:
+        for error in exc.errors:
+            console.print(f"[red]error:[/] {error}")
+        raise typer.Exit(2) from exc
+
+
+def resolve_harness_config(path: Path | None, **overrides: Any) -> HarnessConfig:
+    """Harness settings: the TOML file's, then the command line's (those that were given)."""
+    from bureau.harness.loop import HarnessConfig
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            console.print(f"[red]error:[/] {path}: {exc}")
+            raise typer.Exit(2) from exc
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return HarnessConfig.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"])
+            console.print(f"[red]error:[/] {path or 'harness settings'}: {field}: {error['msg']}")
+        raise typer.Exit(2) from exc
+
+
 def run_check(
     root: Path,
     agent: str,
@@ -45,15 +84,12 @@ def run_check(
     isolation: str,
     trials_dir: Path | None,
     max_starting: int,
+    *,
+    max_tasks: int | None = None,
 ) -> int:
     from bureau.sandbox import get_runtime
 
-    try:
-        tasks = [load_task_dir(d) for d in task_dirs(root)]
-    except TaskFormatErrors as exc:
-        for error in exc.errors:
-            console.print(f"[red]error:[/] {error}")
-        return 2
+    tasks = load_tasks(root, max_tasks)
     try:
         runtime = get_runtime("local", isolation=isolation)
     except BureauSystemError as exc:

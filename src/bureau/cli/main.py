@@ -6,12 +6,14 @@ and later extras (torch, Ray, vLLM) are only loaded by the commands that need th
 
 from __future__ import annotations
 
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from bureau.cli.audit import audit_app
 from bureau.cli.model import model_app
 
 app = typer.Typer(
@@ -24,6 +26,7 @@ tasks_app = typer.Typer(help="Validate and grade Harbor task datasets.", no_args
 app.add_typer(worlds_app, name="worlds")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
+app.add_typer(audit_app, name="audit")
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}
@@ -112,9 +115,16 @@ def tasks_grade(
     raise typer.Exit(run_grade(dataset, answers.value, jobs, report))
 
 
-class BuiltinAgent(StrEnum):
+class AgentChoice(StrEnum):
     oracle = "oracle"
     nop = "nop"
+    harness = "harness"
+
+
+class EngineChoice(StrEnum):
+    builtin = "builtin"
+    vllm = "vllm"
+    url = "url"
 
 
 class Isolation(StrEnum):
@@ -125,7 +135,10 @@ class Isolation(StrEnum):
 @tasks_app.command("check")
 def tasks_check(
     dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
-    agent: Annotated[BuiltinAgent, typer.Option(help="oracle must score 1.0, nop 0.0.")],
+    agent: Annotated[
+        AgentChoice,
+        typer.Option(help="oracle must score 1.0, nop 0.0; harness runs a model (--model)."),
+    ],
     concurrency: Annotated[int, typer.Option(help="Trials in flight at once.")] = 8,
     max_starting: Annotated[int, typer.Option(help="Sandboxes starting at the same moment.")] = 4,
     isolation: Annotated[
@@ -134,12 +147,80 @@ def tasks_check(
     trials_dir: Annotated[
         Path | None, typer.Option(help="Where trial directories go (default runs/check-...).")
     ] = None,
+    model: Annotated[
+        Path | None, typer.Option(help="harness: a local Hugging Face checkpoint folder.")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="harness: run folder (trials/, trajectories.parquet, run.json)."),
+    ] = None,
+    engine: Annotated[
+        EngineChoice,
+        typer.Option(help="harness: builtin (bureau serve), vllm (.venv-vllm) or url."),
+    ] = EngineChoice.builtin,
+    engine_url: Annotated[
+        list[str] | None,
+        typer.Option(help="harness with --engine url: a running server; repeat for several."),
+    ] = None,
+    harness_config: Annotated[
+        Path | None, typer.Option(help="harness: a TOML file of harness settings.")
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(help="harness: turn limit.")] = None,
+    context_length: Annotated[int | None, typer.Option(help="harness: context, tokens.")] = None,
+    max_tokens_per_turn: Annotated[int | None, typer.Option(help="harness: per turn.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="harness: sampling.")] = None,
+    tool_prefix: Annotated[
+        list[str] | None, typer.Option(help="harness: expose only tools with this prefix.")
+    ] = None,
+    max_tasks: Annotated[int | None, typer.Option(help="Check only the first N tasks.")] = None,
+    agent_timeout: Annotated[
+        float | None, typer.Option(help="Cap on each agent's time, seconds.")
+    ] = None,
 ) -> None:
-    """Run every task through a real sandbox with a built-in agent; list broken tasks."""
-    from bureau.cli.check import run_check
+    """Run every task through a real sandbox with an agent.
+
+    With oracle or nop, list broken tasks. With harness, a model drives the tools; rewards and
+    stop reasons are reported, and only system errors fail the command.
+    """
+    if agent is not AgentChoice.harness:
+        from bureau.cli.check import run_check
+
+        raise typer.Exit(
+            run_check(
+                dataset, agent.value, concurrency, isolation.value, trials_dir, max_starting,
+                max_tasks=max_tasks,
+            )
+        )  # fmt: skip
+    from bureau.cli.check import load_tasks, resolve_harness_config
+
+    if model is None:
+        raise typer.BadParameter("--agent harness needs --model DIR", param_hint="--model")
+    if engine is EngineChoice.url and not engine_url:
+        raise typer.BadParameter("--engine url needs --engine-url", param_hint="--engine-url")
+    config = resolve_harness_config(
+        harness_config,
+        max_turns=max_turns,
+        context_length=context_length,
+        max_tokens_per_turn=max_tokens_per_turn,
+        temperature=temperature,
+        tool_prefixes=tool_prefix,
+    )
+    tasks = load_tasks(dataset, max_tasks)
+    from bureau.cli.harness_check import run_harness_check
 
     raise typer.Exit(
-        run_check(dataset, agent.value, concurrency, isolation.value, trials_dir, max_starting)
+        run_harness_check(
+            tasks,
+            model=model,
+            engine=engine.value,
+            engine_urls=list(engine_url or []),
+            out=out or Path("runs") / f"harness-{time.strftime('%Y%m%d-%H%M%S')}",
+            harness=config,
+            concurrency=concurrency,
+            max_starting=max_starting,
+            isolation=isolation.value,
+            agent_timeout_s=agent_timeout,
+        )
     )
 
 

@@ -57,3 +57,44 @@ def model_init(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from error
     typer.echo(f"wrote {out}")
+
+
+@model_app.command("warm-start")
+def model_warm_start(
+    model: Annotated[Path, typer.Option(help="Checkpoint folder to start from.")],
+    out: Annotated[Path, typer.Option(help="Checkpoint folder to write.")],
+    dataset: Annotated[Path, typer.Option(help="Tasks whose instructions the demos use.")],
+    tasks: Annotated[int, typer.Option(min=1, help="Demonstrations (one per task).")] = 24,
+    steps: Annotated[int, typer.Option(min=1, help="Optimizer steps.")] = 150,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 3e-3,
+    tool_prefix: Annotated[
+        list[str] | None, typer.Option(help="Tools in the demos' prompt (default fs_).")
+    ] = None,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Teach a tiny model the harness's tool-call format (list, read, write the answer), so
+    CPU runs get multi-turn trajectories. A fixture for smoke runs, not a good agent."""
+    from rich.console import Console
+
+    from bureau.cli.commands import task_dirs
+    from bureau.harness.loop import HarnessConfig
+    from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
+
+    prefixes = tool_prefix or ["fs_"]
+    console = Console()
+    examples = task_examples(task_dirs(dataset)[:tasks])
+    losses = warm_start(
+        model,
+        out,
+        examples,
+        local_tool_specs(prefixes),
+        steps=steps,
+        lr=lr,
+        seed=seed,
+        config=HarnessConfig(tool_prefixes=prefixes),
+        log=lambda step, loss: (
+            console.print(f"step {step}: loss {loss:.3f}") if step % 25 == 0 else None
+        ),
+    )
+    console.print(f"loss {losses[0]:.3f} -> {sum(losses[-10:]) / min(10, len(losses)):.3f} "
+                  f"(mean of the last 10); wrote {out}")  # fmt: skip

@@ -1,0 +1,181 @@
+"""`bureau tasks check --agent harness`: a model drives every task through real sandboxes.
+
+The engine is the built-in one (`bureau serve`, started here), vLLM (started from `.venv-vllm`)
+or servers already running (`--engine-url`, several spread by the router). The run folder keeps
+the resolved configuration (`run.json`), the engine's log, the trial directories (each with the
+agent's record and ATIF trajectory) and `trajectories.parquet`, one row per trajectory with its
+reward. Rewards and stop reasons are reported; only system errors make the exit code non-zero.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bureau.cli.commands import console, progress_bar
+from bureau.harness.loop import HarnessConfig
+from bureau.harness.trajectory import TrajectoryRecord
+from bureau.inference.client import EngineClient, Sampler
+from bureau.tasks.taskdir import TaskDir
+from bureau.trials.result import TrialResult
+
+
+@contextmanager
+def engine_session(
+    engine: str, model: Path, urls: list[str], out: Path, context_length: int
+) -> Iterator[tuple[Sampler, list[EngineClient]]]:
+    """Start (or reach) the engine(s); yields the sampler and the clients to close."""
+    from bureau.inference.launch import BuiltinServer, BuiltinServerConfig
+    from bureau.inference.router import Router
+    from bureau.inference.vllm import VLLMServer, VLLMServerConfig
+
+    name = model.name
+    server: BuiltinServer | VLLMServer | None = None
+    if engine == "builtin":
+        server = BuiltinServer(BuiltinServerConfig(model=model, log_path=out / "engine.log"))
+    elif engine == "vllm":
+        server = VLLMServer(
+            VLLMServerConfig(model=model, max_model_len=context_length, log_path=out / "engine.log")
+        )
+    try:
+        if server is not None:
+            console.print(f"starting the {engine} engine on {model} ...")
+            server.start()
+            console.print(f"{engine} engine ready at {server.base_url} in {server.startup_s:.1f} s")
+            urls = [server.base_url]
+            name = server.served_model_name
+        clients = [EngineClient(url, name) for url in urls]
+        yield (clients[0] if len(clients) == 1 else Router(clients)), clients
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _complete_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord | None:
+    from bureau.harness.agent import load_record
+
+    record = load_record(trials_dir / result.trial_name)
+    if record is None:
+        return None
+    record.trial_name = result.trial_name
+    record.trial_status = result.status
+    record.reward = None if result.system_error else result.reward
+    if result.system_error and record.system_error is None and result.exception_info:
+        record.system_error = result.exception_info.exception_message
+    return record
+
+
+def summarize(results: list[TrialResult], records: list[TrajectoryRecord], seconds: float) -> int:
+    errors = [r for r in results if r.system_error]
+    rewards = [r.reward for r in results if not r.system_error and r.reward is not None]
+    stops = Counter(rec.stop_reason for rec in records)
+    turns = [rec.num_turns for rec in records]
+    sampled = sum(rec.num_sampled_tokens for rec in records)
+    console.print(
+        f"{len(results)} harness trials in {seconds:.1f} s; {len(records)} trajectory records; "
+        f"{sampled} sampled tokens ({sampled / max(seconds, 1e-9):.1f}/s)"
+    )
+    if rewards:
+        console.print(
+            f"reward: mean {statistics.fmean(rewards):.3f} over {len(rewards)} graded trials; "
+            f"{sum(r >= 1.0 for r in rewards)} at 1.0"
+        )
+    if turns:
+        console.print(
+            f"turns: mean {statistics.fmean(turns):.2f}, max {max(turns)}; "
+            f"multi-turn {sum(t > 1 for t in turns)} of {len(turns)}"
+        )
+    console.print(f"stop reasons: {dict(stops.most_common())}")
+    if errors:
+        kinds = Counter(r.status for r in errors)
+        console.print(f"[red]{len(errors)} system error(s)[/]: {dict(kinds)}")
+        for r in errors[:10]:
+            message = r.exception_info.exception_message if r.exception_info else r.status
+            console.print(f"  {r.task_name}: {message[:200]}")
+        return 1
+    console.print("[green]no system errors[/]")
+    return 0
+
+
+def run_harness_check(
+    tasks: list[TaskDir],
+    *,
+    model: Path,
+    engine: str,
+    engine_urls: list[str],
+    out: Path,
+    harness: HarnessConfig,
+    concurrency: int,
+    max_starting: int,
+    isolation: str,
+    agent_timeout_s: float | None,
+) -> int:
+    from transformers import AutoTokenizer
+
+    from bureau.harness.agent import HarnessAgent
+    from bureau.harness.export import write_parquet
+    from bureau.harness.render import Renderer
+    from bureau.sandbox import get_runtime
+    from bureau.trials.scheduler import SchedulerConfig, run_trials
+    from bureau.trials.trial import TrialConfig
+
+    model = model.resolve()
+    trials_dir = out / "trials"
+    trials_dir.mkdir(parents=True, exist_ok=True)
+    info: dict[str, Any] = {
+        "model": str(model),
+        "engine": engine,
+        "engine_urls": engine_urls,
+        "harness": harness.model_dump(),
+        "tasks": [t.name for t in tasks],
+        "concurrency": concurrency,
+        "isolation": isolation,
+        "agent_timeout_s": agent_timeout_s,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    (out / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+    tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
+    renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
+    runtime = get_runtime("local", isolation=isolation)
+    started = time.perf_counter()
+    try:
+        with (
+            engine_session(engine, model, engine_urls, out, harness.context_length) as (
+                sampler,
+                clients,
+            ),
+            progress_bar() as progress,
+        ):
+            bar = progress.add_task("harness trials", total=len(tasks))
+
+            async def main() -> list[TrialResult]:
+                try:
+                    return await run_trials(
+                        tasks,
+                        lambda: HarnessAgent(sampler, renderer, harness, model.name),
+                        runtime,
+                        trials_dir,
+                        trial_config=TrialConfig(max_agent_timeout_s=agent_timeout_s),
+                        config=SchedulerConfig(concurrency=concurrency, max_starting=max_starting),
+                        on_result=lambda _: progress.advance(bar),
+                    )
+                finally:
+                    for client in clients:
+                        await client.aclose()
+
+            results = asyncio.run(main())
+    finally:
+        runtime.close()
+    seconds = time.perf_counter() - started
+    records = [r for r in (_complete_record(res, trials_dir) for res in results) if r is not None]
+    write_parquet(records, out / "trajectories.parquet")
+    code = summarize(results, records, seconds)
+    console.print(f"run folder {out}: trials/, trajectories.parquet, run.json")
+    return code

@@ -1,0 +1,194 @@
+"""Warm start: teach a tiny random-weight model the harness's tool-call format.
+
+A random model never writes `<tool_call>`, so its trajectories end after one turn and nothing
+multi-turn can be exercised on a laptop. This fits it, by supervised fine-tuning on the sampled
+positions only, to scripted demonstrations rendered by the harness itself (the same renderer,
+observation tokens and loss mask as real trajectories): list the folder, read a file, write
+`output/answer.json`, then answer. Sampled at temperature 1 afterwards, the model makes
+multi-turn trajectories with real tool calls, plus the occasional malformed call, unknown tool
+or rambling turn, which is what the harness and the audit should see. It is a test fixture and
+a CPU smoke-run policy, not a way to get a good agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bureau.harness.loop import Episode, HarnessConfig, ToolOutput
+from bureau.harness.render import Message, Renderer
+from bureau.inference.client import Completion, SamplingParams
+
+ANSWER = "output/answer.json"
+
+
+def script_for(files: Sequence[str], rng: random.Random) -> list[tuple[str, str]]:
+    """(assistant turn, tool output) pairs for one demonstration; the last turn has no call."""
+    target = rng.choice(list(files)) if files else "README.txt"
+    answer = json.dumps({"answer": rng.randint(1, 999)})
+
+    def call(name: str, arguments: dict[str, Any]) -> str:
+        return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+    listing = "\n".join(f"{f}  (file)" for f in files) or "(empty folder)"
+    return [
+        (call("fs_list", {"path": "."}), listing),
+        (call("fs_read_text", {"path": target}), f"{target}: 1-40 of 120 lines\n..."),
+        (
+            call("fs_write_text", {"path": ANSWER, "content": answer, "mode": "overwrite"}),
+            f"created {ANSWER}: {len(answer)} bytes, 1 lines",
+        ),
+        ("I have written my answer to output/answer.json.", ""),
+    ]
+
+
+class _Replay:
+    """A sampler that returns the scripted turns, encoded, each closed by `<|im_end|>`."""
+
+    def __init__(self, renderer: Renderer, turns: Sequence[str]) -> None:
+        self.renderer = renderer
+        self.turns = list(turns)
+
+    async def complete(
+        self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
+    ) -> Completion:
+        ids = [*self.renderer.encode(self.turns.pop(0)), self.renderer.im_end_id]
+        n = len(ids)
+        return Completion(ids, [0.0] * n, "stop", [0] * n)
+
+
+class _CannedTools:
+    def __init__(self, specs: list[Message], outputs: Sequence[str]) -> None:
+        self._specs = specs
+        self.outputs = list(outputs)
+
+    def specs(self) -> list[Message]:
+        return self._specs
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolOutput:
+        return ToolOutput(self.outputs.pop(0), False)
+
+
+def demonstration(
+    renderer: Renderer,
+    specs: list[Message],
+    instruction: str,
+    script: list[tuple[str, str]],
+    config: HarnessConfig,
+) -> tuple[list[int], list[int]]:
+    """Token ids and loss mask of the scripted trajectory, exactly as the harness lays them out."""
+    episode = Episode(
+        _Replay(renderer, [turn for turn, _ in script]),
+        renderer,
+        _CannedTools(specs, [out for _, out in script[:-1]]),
+        config.model_copy(update={"max_turns": len(script) + 1}),
+        task_name="demo",
+        model="demo",
+    )
+    record = asyncio.run(episode.run(instruction))
+    if record.stop_reason != "answered":
+        raise RuntimeError(f"demonstration stopped with {record.stop_reason}")
+    return record.token_ids, record.loss_mask
+
+
+def fit(
+    model: Any,
+    demos: Sequence[tuple[list[int], list[int]]],
+    *,
+    steps: int,
+    lr: float = 3e-3,
+    seed: int = 0,
+    log: Callable[[int, float], None] | None = None,
+) -> list[float]:
+    """Masked next-token NLL with AdamW, one demonstration per step; returns the losses."""
+    import torch
+
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    model.train()
+    losses = []
+    for step in range(steps):
+        ids, mask = demos[rng.randrange(len(demos))]
+        positions = [i for i, m in enumerate(mask) if m and i > 0]
+        input_ids = torch.tensor([ids])
+        keep = torch.tensor([p - 1 for p in positions])
+        logits = model(input_ids=input_ids, logits_to_keep=keep, use_cache=False).logits[0]
+        loss = torch.nn.functional.cross_entropy(logits.float(), input_ids[0, positions])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(loss.item())
+        if log is not None:
+            log(step, losses[-1])
+    model.eval()
+    return losses
+
+
+def warm_start(
+    model_dir: Path,
+    out: Path,
+    tasks: Sequence[tuple[str, Sequence[str]]],
+    specs: list[Message],
+    *,
+    steps: int = 150,
+    lr: float = 3e-3,
+    seed: int = 0,
+    config: HarnessConfig | None = None,
+    log: Callable[[int, float], None] | None = None,
+) -> list[float]:
+    """Fit the checkpoint in `model_dir` to demonstrations on `tasks` (instruction, file names)
+    with the tools `specs`, and save it (with its tokenizer) to `out`. Returns the losses."""
+    from bureau.models.checkpoint import load_checkpoint
+
+    model, tokenizer = load_checkpoint(model_dir, dtype="float32")
+    config = config or HarnessConfig()
+    renderer = Renderer(tokenizer, enable_thinking=config.enable_thinking)
+    rng = random.Random(seed)
+    demos = [
+        demonstration(renderer, specs, instruction, script_for(files, rng), config)
+        for instruction, files in tasks
+    ]
+    losses = fit(model, demos, steps=steps, lr=lr, seed=seed, log=log)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(out), safe_serialization=True)
+    tokenizer.save_pretrained(str(out))
+    return losses
+
+
+def local_tool_specs(prefixes: Sequence[str] | None = None) -> list[Message]:
+    """bureau's MCP tools (as listed by an in-process server), optionally only some prefixes."""
+    import tempfile
+
+    from bureau.harness.render import tool_schema
+    from bureau.tools import GROUPS
+    from bureau.tools.core import Workspace
+    from bureau.tools.server import build_server
+
+    with tempfile.TemporaryDirectory() as root:
+        tools = asyncio.run(build_server(list(GROUPS), Workspace(Path(root))).list_tools())
+    return [
+        tool_schema(t.name, t.description, dict(t.input_schema))
+        for t in tools
+        if prefixes is None or t.name.startswith(tuple(prefixes))
+    ]
+
+
+def task_examples(task_dirs: Sequence[Path]) -> list[tuple[str, list[str]]]:
+    """(instruction, workspace file names) of each task folder."""
+    from bureau.tasks.taskdir import load_task_dir
+
+    examples = []
+    for folder in task_dirs:
+        task = load_task_dir(folder)
+        workspace = folder / "environment" / "workspace"
+        files = sorted(
+            str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file()
+        ) if workspace.is_dir() else []  # fmt: skip
+        examples.append((task.instruction, files))
+    return examples
