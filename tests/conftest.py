@@ -1,10 +1,15 @@
-"""Fixtures shared across packages: a tiny random-weight Qwen3 model with the real vocabulary.
+"""Fixtures shared across packages: tiny random-weight Qwen3 models with the real vocabulary,
+and a small generated dataset.
 
-Built once per test process (about 10 s), in a temporary folder: tests never download weights.
+Tests never download weights. The models and the dataset are built once per test session, also
+under pytest-xdist: the first worker that needs one builds it under a file lock in the session's
+shared temporary folder, and the others wait for it and reuse it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,11 +19,31 @@ from bureau.harness.trajectory import ToolCallRecord, TrajectoryRecord, TurnReco
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.
 TINY_SHAPE = {"layers": 2, "hidden": 64, "heads": 2, "kv_heads": 1}
+# Warm start of the tool-calling tiny model: enough for mostly well-formed fs_ tool calls.
+WARM_START = {"steps": 120, "lr": 5e-3, "seed": 0}
+WARM_START_TOOLS = ["fs_list", "fs_read_text", "fs_write_text"]
+
+
+def shared(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """`name` under the session's shared temp folder, built once by `build(path)`."""
+    root = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' common session folder
+    folder = root / "shared"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    with (folder / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / f"{name}.done").exists():
+            build(path)
+            (folder / f"{name}.done").touch()
+    return path
 
 
 @pytest.fixture(scope="session")
 def tokenizer_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("tokenizer-cache")
+    path = shared(tmp_path_factory, "tokenizer-cache", lambda p: p.mkdir())
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -28,10 +53,41 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory, tokenizer_cache: Path) 
     pytest.importorskip("transformers")
     from bureau.models.checkpoint import init_checkpoint
 
-    out = tmp_path_factory.mktemp("tiny-model") / "qwen3-tiny"
-    return init_checkpoint(
-        "qwen3", out=out, seed=0, tokenizer_cache_dir=tokenizer_cache, **TINY_SHAPE
-    )
+    def build(out: Path) -> None:
+        init_checkpoint("qwen3", out=out, seed=0, tokenizer_cache_dir=tokenizer_cache, **TINY_SHAPE)
+
+    return shared(tmp_path_factory, "qwen3-tiny", build)
+
+
+@pytest.fixture(scope="session")
+def small_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One eval world with 6 tasks and about 20 files."""
+    from bureau.worlds.builder import BuildConfig, build_split
+
+    def build(out: Path) -> None:
+        build_split(BuildConfig("eval", 1, 6, 3, out, files_per_world=20, jobs=1))
+
+    return shared(tmp_path_factory, "dataset-eval-1x6", build)
+
+
+@pytest.fixture(scope="session")
+def tool_model(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, small_dataset: Path
+) -> Path:
+    """`tiny_model` after `bureau model warm-start`: it calls three fs_ tools, imperfectly."""
+    from bureau.cli.commands import task_dirs
+    from bureau.harness.loop import HarnessConfig
+    from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
+
+    def build(out: Path) -> None:
+        prefixes = WARM_START_TOOLS
+        examples = task_examples(task_dirs(small_dataset))
+        config = HarnessConfig(tool_prefixes=prefixes)
+        warm_start(
+            tiny_model, out, examples, local_tool_specs(prefixes), config=config, **WARM_START
+        )
+
+    return shared(tmp_path_factory, "qwen3-tiny-tools", build)
 
 
 @pytest.fixture

@@ -33,7 +33,6 @@ def engine_session(
 ) -> Iterator[tuple[Sampler, list[EngineClient]]]:
     """Start (or reach) the engine(s); yields the sampler and the clients to close."""
     from bureau.inference.launch import BuiltinServer, BuiltinServerConfig
-    from bureau.inference.router import Router
     from bureau.inference.vllm import VLLMServer, VLLMServerConfig
 
     name = model.name
@@ -52,7 +51,12 @@ def engine_session(
             urls = [server.base_url]
             name = server.served_model_name
         clients = [EngineClient(url, name) for url in urls]
-        yield (clients[0] if len(clients) == 1 else Router(clients)), clients
+        if len(clients) == 1:
+            yield clients[0], clients
+        else:
+            from bureau.inference.router import Router
+
+            yield Router(clients), clients
     finally:
         if server is not None:
             server.stop()

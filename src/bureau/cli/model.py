@@ -65,10 +65,14 @@ def model_warm_start(
     out: Annotated[Path, typer.Option(help="Checkpoint folder to write.")],
     dataset: Annotated[Path, typer.Option(help="Tasks whose instructions the demos use.")],
     tasks: Annotated[int, typer.Option(min=1, help="Demonstrations (one per task).")] = 24,
-    steps: Annotated[int, typer.Option(min=1, help="Optimizer steps.")] = 150,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 3e-3,
+    steps: Annotated[int, typer.Option(min=1, help="Optimizer steps.")] = 120,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 5e-3,
     tool_prefix: Annotated[
-        list[str] | None, typer.Option(help="Tools in the demos' prompt (default fs_).")
+        list[str] | None,
+        typer.Option(
+            help="Tools in the demos' prompt (default fs_list, fs_read_text, "
+            "fs_write_text); runs must expose the same ones."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
@@ -80,7 +84,7 @@ def model_warm_start(
     from bureau.harness.loop import HarnessConfig
     from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
 
-    prefixes = tool_prefix or ["fs_"]
+    prefixes = tool_prefix or ["fs_list", "fs_read_text", "fs_write_text"]
     console = Console()
     examples = task_examples(task_dirs(dataset)[:tasks])
     losses = warm_start(
