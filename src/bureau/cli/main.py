@@ -15,6 +15,7 @@ import typer
 
 from bureau.cli.audit import audit_app
 from bureau.cli.model import model_app
+from bureau.cli.serve import serve_command
 
 app = typer.Typer(
     help="bureau: simulated companies, Harbor tasks and RL post-training of knowledge agents.",
@@ -27,6 +28,7 @@ app.add_typer(worlds_app, name="worlds")
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
 app.add_typer(audit_app, name="audit")
+app.command("serve")(serve_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

@@ -1,0 +1,903 @@
+"""The built-in inference engine: transformers' continuous batching, with raw-model logprobs.
+
+`InferenceEngine` serves a Hugging Face causal LM on transformers' `ContinuousBatchingManager`,
+which owns the hard parts: a paged KV cache, continuous batching of prefill and decode in one
+step, chunked prefill, prefix caching, offloading when the cache is full, and its own generation
+thread. The engine keeps what the library does per request: the prompt, `max_new_tokens`, and
+the stop ids (its `eos_token_id`, under which a stop id that ends a sample stays in the output
+with its logprob). It adds three things the library cannot do:
+
+- **Sampling.** CB has one global `do_sample` and one seed; per-request temperature and top-p
+  exist only as logits processors fixed when the manager is built; and its logprobs are
+  `log(softmax(processed scores))`, i.e. of the tempered, truncated distribution. The engine
+  therefore replaces the model runner's sampling step (`ModelRunner._sample`) with
+  `_BatchSampler`, which draws each row with its own request's temperature (0 = greedy), top-p
+  and seed (a `torch.Generator` per seeded request), and returns `log_softmax` of the raw fp32
+  logits at the drawn id: the raw model distribution, the one a trainer's forward pass computes.
+  Everything in `SamplingParams` is per request.
+- **Weight versions.** The sampler labels every drawn token with the version in force.
+- **Pause and in-place weight updates.** CB's `pause()` parks its loop between steps with the
+  cache and the requests intact; a helper thread holds it from `pause()` to `resume()`, so no
+  step runs in between. While parked, `update_weights` copies the new tensors into the model,
+  turns every in-flight request back into a pending one whose prompt is its prompt plus the
+  tokens drawn so far (the library's own soft reset), and empties the cache, prefix cache
+  included: KV computed by the old weights would give wrong logprobs. So `keep` requests are
+  re-prefilled on the new weights and continue; their earlier tokens keep the old version.
+  `abort` ends in-flight requests with what they have (finish_reason `abort`); `wait` lets them
+  finish on the old weights before parking. Requests that arrive while paused wait for resume.
+
+The touchpoints inside the library (`ModelRunner._sample`, the IO's `requests_in_batch`, the
+scheduler's request tables, `PagedAttentionCache.reset`, `RequestState`'s soft reset) are private
+API, checked when the engine starts; they were read in transformers 5.24. A crash of the
+generation thread fails every waiting request with `engine_error`; the engine then reports
+itself unhealthy and refuses new requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.inference.client import Completion, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+Kind = SystemErrorKind
+PauseMode = Literal["keep", "abort", "wait"]
+PAUSE_MODES: tuple[PauseMode, ...] = ("keep", "abort", "wait")
+DType = Literal["float32", "bfloat16", "float16", "auto"]
+# Nucleus sampling first looks for the nucleus among this many top tokens, then sorts the row.
+_NUCLEUS_TOP_K = 1024
+
+
+class EngineConfig(BaseModel):
+    """How the built-in engine batches, caches and samples."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    served_model_name: str = "bureau"
+    """The model name clients send and `/v1/models` lists."""
+    dtype: DType = "float32"
+    """Weights and activations dtype; `auto` keeps the checkpoint's."""
+    max_batch: int = Field(default=64, ge=1)
+    """Most sequences in one forward step."""
+    max_batch_tokens: int = Field(default=512, ge=16)
+    """Most tokens in one forward step; longer prompts are prefilled in chunks."""
+    max_model_len: int = Field(default=4096, ge=2)
+    """Most tokens of one sequence, prompt plus completion."""
+    cache_tokens: int = Field(default=32768, ge=2)
+    """KV cache capacity in tokens, over all sequences; at least `max_model_len`."""
+    page_size: int = Field(default=256, ge=4)
+    """Tokens per cache page; prefix caching shares whole pages."""
+    prefix_cache: bool = True
+    """Reuse the KV of prompt prefixes already computed (emptied on every weight update)."""
+    seed: int | None = None
+    """Seed of the generator used by requests without their own seed; random when unset."""
+
+
+class RequestFuture(Future[Completion]):
+    """The pending result of one request; `request_id` names it for `cancel`."""
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__()
+        self.request_id = request_id
+
+
+@dataclass
+class _Request:
+    request_id: str
+    prompt_ids: list[int]
+    params: SamplingParams
+    stop_ids: frozenset[int]
+    future: RequestFuture
+    generator: torch.Generator | None
+    versions: list[int] = field(default_factory=list)
+    sent: bool = False
+    started: float = field(default_factory=time.perf_counter)
+
+
+class _Parked:
+    """Holds transformers' pause from its own thread (the library counts pauses per thread)."""
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+        self._entered = threading.Event()
+        self._release = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._hold, name="bureau-engine-pause", daemon=True)
+
+    def _hold(self) -> None:
+        try:
+            with self._manager.pause():
+                self._entered.set()
+                self._release.wait()
+        except BaseException as exc:  # reported to the thread that asked for the pause
+            self._error = exc
+            self._entered.set()
+
+    def enter(self) -> None:
+        self._thread.start()
+        self._entered.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise BureauSystemError(Kind.engine_error, f"could not pause the engine: {self._error}")
+
+    def leave(self) -> None:
+        self._release.set()
+        self._thread.join()
+
+
+class _SuppressPsutilNotice(logging.Filter):
+    """CB logs an ERROR on CPU without psutil although it sizes the cache from our config."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "psutil" not in record.getMessage()
+
+
+class InferenceEngine:
+    """Continuous-batching generation on one loaded model; see the module docstring.
+
+    Thread-safe: `submit` may be called from any thread, `complete` from any event loop.
+    `start()` before use, `stop()` (idempotent) after; also a context manager.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+        config: EngineConfig | None = None,
+        *,
+        source: str = "",
+    ) -> None:
+        import torch
+
+        self.model = model
+        self.tokenizer = tokenizer
+        self.config = config or EngineConfig()
+        self.source = source
+        if self.config.max_model_len > self.config.cache_tokens:
+            raise ValueError(
+                f"max_model_len ({self.config.max_model_len}) exceeds cache_tokens "
+                f"({self.config.cache_tokens}): one sequence must fit in the cache"
+            )
+        text_config = model.config.get_text_config()
+        self.vocab_size = int(text_config.vocab_size)
+        self.eos_ids = _eos_ids(model)
+        self._lock = threading.RLock()  # the request table, held requests and the pause state
+        self._control = threading.Lock()  # one pause / resume / update / stop at a time
+        self._dispatch = threading.Lock()  # taking results off CB's queue and delivering them
+        self._idle = threading.Condition(self._lock)
+        self._requests: dict[str, _Request] = {}
+        self._held: list[_Request] = []
+        self._ids = itertools.count()
+        self._version = 0
+        self._paused = False
+        self._parked: _Parked | None = None
+        self._manager: Any = None
+        self._processor: Any = None
+        self._collector: threading.Thread | None = None
+        self._stopped = threading.Event()
+        self._error: str | None = None  # the generation thread died
+        self._weights_error: str | None = None  # a weight load failed midway
+        seed = self.config.seed if self.config.seed is not None else random.randrange(2**62)
+        self._rng = torch.Generator().manual_seed(seed)
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: EngineConfig | None = None) -> InferenceEngine:
+        """Load a local Hugging Face checkpoint folder (not started)."""
+        from bureau.models.checkpoint import load_checkpoint
+
+        config = config or EngineConfig()
+        model, tokenizer = load_checkpoint(Path(path), dtype=_torch_dtype(config.dtype))
+        return cls(model, tokenizer, config, source=str(path))
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> InferenceEngine:
+        from transformers import ContinuousBatchingConfig, GenerationConfig
+
+        if self._manager is not None:
+            raise RuntimeError("the engine was already started")
+        cfg = self.config
+        cb_config = ContinuousBatchingConfig(
+            return_logprobs=True,
+            page_size=cfg.page_size,
+            num_blocks=-(-cfg.cache_tokens // cfg.page_size),
+            max_batch_tokens=cfg.max_batch_tokens,
+            max_requests_per_batch=cfg.max_batch,
+            allow_block_sharing=cfg.prefix_cache,
+            # The sampler reads the batch it samples for: the synchronous loop, no graphs.
+            use_async_batching=False,
+            use_cuda_graph=False,
+            default_compile_level=0,
+            # Keep the model's attention kernel, the one the trainer's forward pass uses.
+            auto_switch_to_flash=False,
+        )
+        generation_config = GenerationConfig(do_sample=False, eos_token_id=list(self.eos_ids))
+        cb_logger = logging.getLogger("ContinuousBatchingLogger")
+        quiet = _SuppressPsutilNotice()
+        cb_logger.addFilter(quiet)
+        try:
+            # A generation mixin method, which the `PreTrainedModel` annotation does not show.
+            causal_lm: Any = self.model
+            manager = causal_lm.init_continuous_batching(
+                generation_config=generation_config, continuous_batching_config=cb_config
+            )
+            manager.warmup()  # builds the batch processor now, so the sampler can be installed
+        finally:
+            cb_logger.removeFilter(quiet)
+        processor = manager.batch_processor
+        _check_internals(processor)
+        processor.model_runner._sample = _BatchSampler(self, processor.inputs_and_outputs)
+        self._manager, self._processor = manager, processor
+        manager.start()
+        self._collector = threading.Thread(
+            target=self._collect, name="bureau-engine-results", daemon=True
+        )
+        self._collector.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop generating; requests still waiting fail with `engine_unavailable`."""
+        with self._control:
+            if self._manager is None or self._stopped.is_set():
+                return
+            with self._lock:
+                self._stopped.set()
+                held, self._held = self._held, []
+            if self._parked is not None:
+                self._parked.leave()
+                self._parked = None
+            gone = BureauSystemError(Kind.engine_unavailable, "the engine was stopped")
+            for request in held:
+                self._finish(request, error=gone)
+            self._manager.stop(block=True, timeout=30, hard_stop=True)
+            if self._collector is not None:
+                self._collector.join(timeout=30)
+            with self._lock:
+                leftovers = list(self._requests.values())
+                self._requests.clear()
+            for request in leftovers:
+                self._finish(request, error=gone)
+            self._manager.destroy()
+
+    def __enter__(self) -> InferenceEngine:
+        return self.start() if self._manager is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def weight_version(self) -> int:
+        return self._version
+
+    @property
+    def is_paused(self) -> bool:
+        return self._paused
+
+    @property
+    def error(self) -> str | None:
+        """Why the engine cannot serve (crashed, or a weight load failed midway), if it cannot."""
+        return self._error or self._weights_error
+
+    @property
+    def healthy(self) -> bool:
+        manager = self._manager
+        return (
+            manager is not None
+            and not self._stopped.is_set()
+            and self._error is None
+            and self._weights_error is None
+            and manager.is_running()
+            and manager.background_thread_status.fatal_error is None
+        )
+
+    def progress(self, request_id: str) -> int | None:
+        """Tokens drawn so far for a request in flight; None once it is finished or unknown."""
+        request = self._requests.get(request_id)
+        return None if request is None else len(request.versions)
+
+    @property
+    def num_in_flight(self) -> int:
+        """Requests submitted and not finished, held ones included."""
+        with self._lock:
+            return len(self._requests)
+
+    # ------------------------------------------------------------------ requests
+
+    def check_prompt(self, prompt_ids: list[int], params: SamplingParams) -> list[int]:
+        """The prompt as ints; `ValueError` naming the problem if the engine cannot serve it."""
+        if not prompt_ids:
+            raise ValueError("prompt is empty")
+        ids = [int(t) for t in prompt_ids]
+        bad = [t for t in ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ValueError(f"prompt has token ids outside [0, {self.vocab_size}): {bad[:5]}")
+        total = len(ids) + params.max_tokens
+        if total > self.config.max_model_len:
+            raise ValueError(
+                f"prompt ({len(ids)} tokens) plus max_tokens ({params.max_tokens}) exceeds "
+                f"max_model_len ({self.config.max_model_len})"
+            )
+        return ids
+
+    def submit(
+        self, prompt_ids: list[int], params: SamplingParams, *, ignore_eos: bool = False
+    ) -> RequestFuture:
+        """Queue one sample of a continuation of `prompt_ids`.
+
+        Stops at any of `params.stop_token_ids` and, unless `ignore_eos`, the model's EOS ids.
+        Raises `ValueError` for a prompt the engine cannot serve, `BureauSystemError`
+        (`engine_unavailable`) when the engine is not serving.
+        """
+        import torch
+
+        ids = self.check_prompt(prompt_ids, params)
+        stop_ids = set(params.stop_token_ids) | (set() if ignore_eos else set(self.eos_ids))
+        generator = None
+        if params.seed is not None:
+            generator = torch.Generator().manual_seed(params.seed)
+        request_id = f"bureau-{next(self._ids)}"
+        request = _Request(
+            request_id=request_id,
+            prompt_ids=ids,
+            params=params,
+            stop_ids=frozenset(stop_ids),
+            future=RequestFuture(request_id),
+            generator=generator,
+        )
+        with self._lock:
+            self._raise_unless_serving()
+            self._requests[request_id] = request
+            if self._paused:
+                self._held.append(request)
+            else:
+                self._send(request)
+        return request.future
+
+    def cancel(self, request_id: str) -> None:
+        """Drop a request; its future is cancelled. Unknown or finished ids are ignored."""
+        with self._lock:
+            request = self._requests.pop(request_id, None)
+            if request is None:
+                return
+            if request in self._held:
+                self._held.remove(request)
+            elif request.sent and self._manager is not None:
+                self._manager.cancel_request(request_id)
+            self._idle.notify_all()
+        request.future.cancel()
+
+    def generate(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        *,
+        ignore_eos: bool = False,
+        timeout_s: float | None = None,
+    ) -> Completion:
+        """`submit` and wait; `engine_timeout` (and the request is cancelled) after `timeout_s`."""
+        future = self.submit(prompt_ids, params, ignore_eos=ignore_eos)
+        try:
+            return future.result(timeout=timeout_s)
+        except TimeoutError as exc:
+            self.cancel(future.request_id)
+            raise BureauSystemError(Kind.engine_timeout, f"no completion in {timeout_s} s") from exc
+
+    async def complete(
+        self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
+    ) -> Completion:
+        """The `Sampler` protocol, in process (`session_id` matters only to routers)."""
+        future = self.submit(prompt_ids, params)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            self.cancel(future.request_id)
+            raise
+
+    # ------------------------------------------------------------------ pause and weights
+
+    def pause(self, mode: PauseMode = "keep", *, timeout_s: float | None = None) -> int:
+        """Stop scheduling until `resume()`; returns how many requests `abort` ended.
+
+        `keep`: in-flight requests freeze and continue after resume (re-prefilled if the weights
+        changed). `abort`: they end now with what they have, finish_reason `abort`. `wait`: they
+        finish first, on the current weights (`engine_timeout` after `timeout_s`, unpaused).
+        Pausing a paused engine only applies `abort`.
+        """
+        if mode not in PAUSE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(PAUSE_MODES)}, not {mode!r}")
+        with self._control:
+            self._pause(mode, timeout_s)
+            return self._abort_in_flight() if mode == "abort" else 0
+
+    def resume(self) -> None:
+        with self._control:
+            self._resume()
+
+    def update_weights(self, source: Path | str | Mapping[str, torch.Tensor], version: int) -> None:
+        """Load new weights in place and label the tokens drawn from now on with `version`.
+
+        `source` is a folder (every `*.safetensors` file in it is read) or a state dict. Names,
+        shapes and dtypes are checked against the model before anything is touched: a bad
+        source raises `FileNotFoundError` or `ValueError` and the old weights keep serving. An
+        engine that is not paused is paused (`keep`) for the update and resumed after. If
+        copying fails midway, the requests in flight fail, the engine reports itself unhealthy
+        and refuses requests until an update succeeds.
+        """
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ValueError(f"version must be a non-negative integer, not {version!r}")
+        plan = _WeightPlan.build(source, self.model)
+        with self._control:
+            with self._lock:
+                self._raise_unless_serving(allow_broken_weights=True)
+            implicit = not self._paused
+            if implicit:
+                self._pause("keep", None, allow_broken_weights=True)
+            try:
+                try:
+                    plan.load_into(self.model)
+                except Exception as exc:
+                    self._weights_error = (
+                        f"a weight update failed midway ({exc}): load good weights"
+                    )
+                    failed = BureauSystemError(Kind.engine_error, self._weights_error)
+                    self._abort_in_flight(failed)
+                    raise failed from exc
+                self._weights_error = None
+                self._requeue_in_flight()
+                self._version = version
+                self.source = plan.describe
+            finally:
+                if implicit:
+                    self._resume()
+
+    # ------------------------------------------------------------------ internals
+
+    def _raise_unless_serving(self, *, allow_broken_weights: bool = False) -> None:
+        if self._manager is None:
+            raise BureauSystemError(Kind.engine_unavailable, "the engine is not started")
+        if self._stopped.is_set():
+            raise BureauSystemError(Kind.engine_unavailable, "the engine was stopped")
+        if self._weights_error is not None and not allow_broken_weights:
+            raise BureauSystemError(Kind.engine_unavailable, self._weights_error)
+        manager = self._manager
+        if self._error is not None or manager.background_thread_status.fatal_error is not None:
+            raise BureauSystemError(
+                Kind.engine_unavailable, f"the engine is not serving: {self._error or 'crashed'}"
+            )
+        if not manager.is_running():
+            raise BureauSystemError(Kind.engine_unavailable, "the generation thread is not running")
+
+    def _send(self, request: _Request) -> None:
+        """Hand a request to CB; called with `_lock` held."""
+        added = self._manager.add_request(
+            input_ids=request.prompt_ids,
+            request_id=request.request_id,
+            max_new_tokens=request.params.max_tokens,
+            eos_token_id=sorted(request.stop_ids),
+        )
+        if added is None:
+            self._requests.pop(request.request_id, None)
+            raise BureauSystemError(Kind.engine_unavailable, "the engine refused the request")
+        request.sent = True
+
+    def _pause(
+        self, mode: PauseMode, timeout_s: float | None, *, allow_broken_weights: bool = False
+    ) -> None:
+        with self._lock:
+            self._raise_unless_serving(allow_broken_weights=allow_broken_weights)
+            if self._paused:
+                return
+            self._paused = True
+            if mode == "wait":
+                idle = self._idle.wait_for(
+                    lambda: not any(r.sent for r in self._requests.values()), timeout=timeout_s
+                )
+                if not idle:
+                    self._paused = False
+                    self._flush_held()
+                    raise BureauSystemError(
+                        Kind.engine_timeout, f"in-flight requests still running after {timeout_s} s"
+                    )
+        parked = _Parked(self._manager)
+        try:
+            parked.enter()
+        except BureauSystemError:
+            with self._lock:
+                self._paused = False
+                self._flush_held()
+            raise
+        self._parked = parked
+
+    def _resume(self) -> None:
+        if self._parked is not None:
+            self._parked.leave()
+            self._parked = None
+        with self._lock:
+            self._paused = False
+            self._flush_held()
+
+    def _flush_held(self) -> None:
+        held, self._held = self._held, []
+        for request in held:
+            try:
+                if self._weights_error is not None:
+                    self._requests.pop(request.request_id, None)
+                    raise BureauSystemError(Kind.engine_unavailable, self._weights_error)
+                self._send(request)
+            except BureauSystemError as exc:
+                self._finish(request, error=exc)
+
+    def _abort_in_flight(self, error: BureauSystemError | None = None) -> int:
+        """End every in-flight request with its partial output (or `error`); the loop is parked."""
+        scheduler = self._processor.scheduler
+        with self._dispatch:
+            self._drain_results()
+            with self._lock:
+                victims = [r for r in self._requests.values() if r.sent]
+                for request in victims:
+                    del self._requests[request.request_id]
+                self._idle.notify_all()
+            for request in victims:
+                rid = request.request_id
+                state = scheduler.active_requests.get(rid) or scheduler.waiting_requests.get(rid)
+                tokens: list[int] = []
+                logprobs: list[float] = []
+                if state is not None:
+                    partial = state.to_generation_output()
+                    tokens, logprobs = list(partial.generated_tokens), list(partial.logprobs)
+                scheduler.set_request_cancellation(rid)
+                self._manager.cancel_request(rid)
+                if error is not None:
+                    self._finish(request, error=error)
+                else:
+                    self._finish(request, tokens=tokens, logprobs=logprobs, finish_reason="abort")
+        return len(victims)
+
+    def _requeue_in_flight(self) -> None:
+        """Re-prefill in-flight requests and drop all cached KV (the weights changed); parked."""
+        from transformers.generation.continuous_batching import RequestStatus
+
+        scheduler = self._processor.scheduler
+        active = list(scheduler.active_requests.values())
+        for state in active:
+            fresh = state.create_equivalent_initial_request()
+            state._status = RequestStatus.FINISHED
+            scheduler.finish_request(state.request_id)
+            scheduler.waiting_requests[fresh.request_id] = fresh
+        requeued = [state.request_id for state in active]
+        again = set(requeued)
+        rest = [rid for rid in scheduler.waiting_requests_order if rid not in again]
+        scheduler.waiting_requests_order = deque(requeued + rest)
+        self._processor.cache.reset()
+
+    def _collect(self) -> None:
+        """Deliver CB's results to the futures; fail them all if the generation thread dies."""
+        manager = self._manager
+        while not self._stopped.is_set():
+            with self._dispatch:
+                output = manager.get_result(timeout=0.05)
+                if output is not None:
+                    self._deliver(output)
+                    continue
+            status = manager.background_thread_status
+            if status.fatal_error is not None or not manager.is_running():
+                if self._stopped.is_set():
+                    break
+                with self._dispatch:
+                    self._drain_results()
+                reason = status.fatal_error or "the generation thread exited"
+                self._error = f"the generation thread crashed: {reason}"
+                with self._lock:
+                    orphans = list(self._requests.values())
+                    self._requests.clear()
+                    self._held.clear()
+                    self._idle.notify_all()
+                for request in orphans:
+                    self._finish(request, error=BureauSystemError(Kind.engine_error, self._error))
+                return
+        with self._dispatch:
+            self._drain_results()
+
+    def _drain_results(self) -> None:
+        """Deliver every result already queued; called with `_dispatch` held."""
+        queue = self._manager.output_router.output_queue
+        while not queue.empty():
+            self._deliver(queue.get_nowait())
+
+    def _deliver(self, output: Any) -> None:
+        # Resolved under the lock, so that `pause("wait")` sees a finished request as done.
+        with self._lock:
+            request = self._requests.pop(output.request_id, None)
+            if request is None:  # cancelled or aborted already
+                return
+            if output.error is not None:
+                kind = Kind.engine_unavailable if self._stopped.is_set() else Kind.engine_error
+                failure = BureauSystemError(kind, f"generation failed: {output.error}")
+                self._finish(request, error=failure)
+            else:
+                tokens = list(output.generated_tokens)
+                reason = "stop" if tokens and tokens[-1] in request.stop_ids else "length"
+                logprobs = list(output.logprobs)
+                self._finish(request, tokens=tokens, logprobs=logprobs, finish_reason=reason)
+            self._idle.notify_all()
+
+    def _finish(
+        self,
+        request: _Request,
+        *,
+        tokens: list[int] | None = None,
+        logprobs: list[float] | None = None,
+        finish_reason: str = "",
+        error: BaseException | None = None,
+    ) -> None:
+        future = request.future
+        if future.done():
+            return
+        if error is None:
+            tokens = tokens or []
+            try:
+                result = Completion(
+                    token_ids=tokens,
+                    logprobs=logprobs or [],
+                    finish_reason=finish_reason,
+                    weight_versions=request.versions[: len(tokens)],
+                    engine=f"engine:{self.config.served_model_name}",
+                    latency_s=time.perf_counter() - request.started,
+                    prompt_token_ids=request.prompt_ids,
+                )
+            except ValueError as exc:
+                error = BureauSystemError(Kind.engine_error, f"inconsistent result: {exc}")
+            else:
+                future.set_result(result)
+                return
+        future.set_exception(error)
+
+
+class _BatchSampler:
+    """Stands in for `ModelRunner._sample(scores, output_ids)`; see the module docstring.
+
+    Row i of `scores` is the next-token logits of the i-th request of the batch that gets a new
+    token. Each row is drawn with its request's parameters; the logprob written back is that of
+    the raw logits. Legend: N rows, V vocabulary.
+    """
+
+    def __init__(self, engine: InferenceEngine, io: Any) -> None:
+        self._engine = engine
+        self._io = io
+
+    def __call__(self, scores: torch.Tensor, output_ids: torch.Tensor) -> None:
+        import torch
+
+        logits_NV = scores[0]
+        states = [fs.state for fs in self._io.requests_in_batch if fs.has_new_token]
+        if len(states) != logits_NV.shape[0]:
+            raise RuntimeError(f"{logits_NV.shape[0]} logit rows for {len(states)} requests")
+        requests = [self._engine._requests.get(state.request_id) for state in states]
+        tokens_N = self._draw(logits_NV, requests)
+        logprobs_N = torch.log_softmax(logits_NV, dim=-1).gather(1, tokens_N[:, None]).squeeze(1)
+        n = tokens_N.shape[0]
+        output_ids[0, :n].copy_(tokens_N)
+        output_ids[1, :n].copy_(logprobs_N.to(torch.float32).view(torch.int32))
+        version = self._engine._version
+        for request in requests:
+            if request is not None:
+                request.versions.append(version)
+
+    def _draw(self, logits_NV: torch.Tensor, requests: list[_Request | None]) -> torch.Tensor:
+        import torch
+
+        n, vocab = logits_NV.shape
+        tokens_N = torch.empty(n, dtype=torch.long, device=logits_NV.device)
+        greedy: list[int] = []
+        drawn: list[int] = []
+        picked: list[_Request] = []
+        for i, request in enumerate(requests):
+            if request is None or request.params.temperature == 0:
+                greedy.append(i)
+            else:
+                drawn.append(i)
+                picked.append(request)
+        if greedy:
+            tokens_N[greedy] = logits_NV[greedy].argmax(dim=-1)
+        if not drawn:
+            return tokens_N
+        temps = torch.tensor([r.params.temperature for r in picked], dtype=logits_NV.dtype)
+        probs_SV = torch.softmax(logits_NV[drawn] / temps.to(logits_NV.device)[:, None], dim=-1)
+        for row, request in enumerate(picked):
+            if request.params.top_p < 1:
+                probs_SV[row] = _nucleus(probs_SV[row], request.params.top_p)
+        cdf_SV = probs_SV.cumsum(dim=-1)
+        uniforms = [
+            float(torch.rand((), generator=r.generator or self._engine._rng, dtype=torch.float64))
+            for r in picked
+        ]
+        targets = torch.tensor(uniforms, dtype=cdf_SV.dtype, device=cdf_SV.device) * cdf_SV[:, -1]
+        index_S = torch.searchsorted(cdf_SV, targets[:, None], right=True).squeeze(1)
+        index_S.clamp_(max=vocab - 1)
+        # A target rounded onto the total could land on a zero-probability tail token.
+        empty = probs_SV.gather(1, index_S[:, None]).squeeze(1) <= 0
+        if bool(empty.any()):
+            index_S[empty] = probs_SV[empty].argmax(dim=-1)
+        tokens_N[drawn] = index_S
+        return tokens_N
+
+
+def _nucleus(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
+    """`probs_V` with the tokens outside the top-p nucleus zeroed (unnormalized).
+
+    The nucleus is the smallest set of most likely tokens whose mass reaches `top_p`: a token
+    stays when the mass of the tokens ranked above it is below `top_p`.
+    """
+    import torch
+
+    values, indices = probs_V.topk(min(_NUCLEUS_TOP_K, probs_V.shape[0]))
+    if float(values.sum()) < top_p:
+        values, indices = probs_V.sort(descending=True)
+    keep = (values.cumsum(0) - values) < top_p
+    out = torch.zeros_like(probs_V)
+    out[indices[keep]] = values[keep]
+    return out
+
+
+@dataclass
+class _WeightPlan:
+    """Checked tensors to copy into the model: from safetensors files or from a state dict."""
+
+    files: list[Path]
+    tensors: Mapping[str, torch.Tensor] | None
+    describe: str
+
+    @classmethod
+    def build(cls, source: Path | str | Mapping[str, Any], model: PreTrainedModel) -> _WeightPlan:
+        if isinstance(source, Mapping):
+            shapes = {name: (tuple(t.shape), t.dtype) for name, t in source.items()}
+            _check_weights(shapes, model, "the state dict")
+            return cls(files=[], tensors=source, describe="<state dict>")
+        folder = Path(source)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"weights folder {folder} does not exist")
+        files = sorted(folder.glob("*.safetensors"))
+        if not files:
+            raise FileNotFoundError(f"no *.safetensors file in {folder}")
+        _check_weights(_safetensors_shapes(files), model, str(folder))
+        return cls(files=files, tensors=None, describe=str(folder))
+
+    def load_into(self, model: PreTrainedModel) -> None:
+        import torch
+        from safetensors import safe_open
+
+        targets = model.state_dict()
+        with torch.no_grad():
+            if self.tensors is not None:
+                for name, tensor in self.tensors.items():
+                    targets[name].copy_(tensor)
+                return
+            for path in self.files:
+                with safe_open(str(path), framework="pt") as handle:
+                    for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                        targets[name].copy_(handle.get_tensor(name))
+
+
+def _safetensors_shapes(files: list[Path]) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """Name -> (shape, dtype) from the headers; `ValueError` for an unreadable or truncated file."""
+    from safetensors import SafetensorError, safe_open
+
+    shapes: dict[str, tuple[tuple[int, ...], Any]] = {}
+    for path in files:
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
+                    piece = handle.get_slice(name)
+                    if name in shapes:
+                        raise ValueError(f"tensor {name} appears in more than one file ({path})")
+                    shapes[name] = (tuple(piece.get_shape()), piece.get_dtype())
+        except (OSError, SafetensorError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from exc
+    return shapes
+
+
+def _check_weights(
+    shapes: Mapping[str, tuple[tuple[int, ...], Any]], model: PreTrainedModel, where: str
+) -> None:
+    """`ValueError` unless `shapes` names exactly the model's tensors, in their shapes."""
+    import torch
+
+    expected = model.state_dict()
+    unknown = sorted(set(shapes) - set(expected))
+    wrong = [
+        f"{name} {list(shape)} (model {list(expected[name].shape)})"
+        for name, (shape, _) in shapes.items()
+        if name in expected and tuple(expected[name].shape) != tuple(shape)
+    ]
+    not_float = [
+        name
+        for name, (_, dtype) in shapes.items()
+        if name in expected
+        and expected[name].is_floating_point()
+        and not _is_float_dtype(dtype, torch)
+    ]
+    # Tied tensors (one storage under several names) need only one of their names.
+    by_storage: dict[int, list[str]] = {}
+    for name, tensor in expected.items():
+        by_storage.setdefault(tensor.data_ptr(), []).append(name)
+    missing = sorted(
+        names[0] for names in by_storage.values() if not any(n in shapes for n in names)
+    )
+    problems = []
+    if unknown:
+        problems.append(f"{len(unknown)} tensors the model does not have: {unknown[:5]}")
+    if missing:
+        problems.append(f"{len(missing)} model tensors missing: {missing[:5]}")
+    if wrong:
+        problems.append(f"{len(wrong)} tensors with the wrong shape: {wrong[:5]}")
+    if not_float:
+        problems.append(f"non-float tensors for float weights: {not_float[:5]}")
+    if problems:
+        raise ValueError(f"weights in {where} do not match the model: " + "; ".join(problems))
+
+
+def _is_float_dtype(dtype: Any, torch: Any) -> bool:
+    if isinstance(dtype, torch.dtype):
+        return bool(dtype.is_floating_point)
+    return str(dtype).upper() in {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
+
+
+def _check_internals(processor: Any) -> None:
+    """Fail at start, clearly, if transformers moved what the engine hooks into."""
+    needed = {
+        "model_runner._sample": lambda p: p.model_runner._sample,
+        "inputs_and_outputs.requests_in_batch": lambda p: p.inputs_and_outputs.requests_in_batch,
+        "scheduler.active_requests": lambda p: p.scheduler.active_requests,
+        "scheduler.waiting_requests_order": lambda p: p.scheduler.waiting_requests_order,
+        "cache.reset": lambda p: p.cache.reset,
+        "return_logprobs": lambda p: p.return_logprobs or None,
+        "synchronous batching": lambda p: None if p.use_async_batching else True,
+    }
+    missing = []
+    for name, get in needed.items():
+        try:
+            if get(processor) is None:
+                missing.append(name)
+        except AttributeError:
+            missing.append(name)
+    if missing:
+        raise RuntimeError(
+            "this transformers version's continuous batching lacks what the engine hooks into: "
+            + ", ".join(missing)
+        )
+
+
+def _eos_ids(model: PreTrainedModel) -> tuple[int, ...]:
+    """The model's stop ids: generation_config's `eos_token_id`, else the config's."""
+    value = getattr(model.generation_config, "eos_token_id", None)
+    if value is None:
+        value = getattr(model.config, "eos_token_id", None)
+    if value is None:
+        return ()
+    values = [value] if isinstance(value, int) else list(value)
+    return tuple(int(v) for v in values if int(v) >= 0)
+
+
+def _torch_dtype(dtype: DType) -> Any:
+    import torch
+
+    return "auto" if dtype == "auto" else getattr(torch, dtype)
