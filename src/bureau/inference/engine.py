@@ -188,6 +188,7 @@ class InferenceEngine:
         self._version = 0
         self._paused = False
         self._parked: _Parked | None = None
+        # transformers' ContinuousBatchingManager and its batch processor (types it does not export)
         self._manager: Any = None
         self._processor: Any = None
         self._collector: threading.Thread | None = None
