@@ -298,3 +298,19 @@ def test_a_crash_fails_waiting_requests(tiny_model: Path) -> None:
         assert refused.value.kind is SystemErrorKind.engine_unavailable
     finally:
         engine.stop()
+
+
+def test_prompts_longer_than_a_step_are_prefilled_in_chunks(
+    tiny_model: Path, reference: torch.nn.Module
+) -> None:
+    """A prompt over `max_batch_tokens` takes several steps to prefill, alone or next to
+    decoding requests; its logprobs still match the teacher-forced pass."""
+    config = CONFIG.model_copy(update={"max_batch_tokens": 64})
+    with InferenceEngine.from_checkpoint(tiny_model, config) as eng:
+        short = eng.submit(prompt(8, offset=5), greedy(30), ignore_eos=True)
+        long_prompt = prompt(300, offset=11)
+        done = eng.generate(long_prompt, greedy(6), ignore_eos=True, timeout_s=120)
+        assert len(done.token_ids) == 6
+        expected = teacher_forced(reference, long_prompt, done.token_ids)
+        assert torch.tensor(done.logprobs).sub(expected).abs().max() < 1e-4
+        assert len(short.result(timeout=60).token_ids) == 30

@@ -688,10 +688,15 @@ class _BatchSampler:
     def __call__(self, scores: torch.Tensor, output_ids: torch.Tensor) -> None:
         import torch
 
-        logits_NV = scores[0]
         states = [fs.state for fs in self._io.requests_in_batch if fs.has_new_token]
-        if len(states) != logits_NV.shape[0]:
-            raise RuntimeError(f"{logits_NV.shape[0]} logit rows for {len(states)} requests")
+        # The library computes one logit row per scheduled request, in batch order, with the
+        # rows of requests that get a new token first; a request whose prompt is only partly
+        # prefilled in this step (a chunk of a long prompt) contributes an unused row at the end.
+        if len(states) > scores.shape[1]:
+            raise RuntimeError(f"{scores.shape[1]} logit rows for {len(states)} requests")
+        if not states:
+            return
+        logits_NV = scores[0, : len(states)]
         requests = [self._engine._requests.get(state.request_id) for state in states]
         tokens_N = self._draw(logits_NV, requests)
         logprobs_N = torch.log_softmax(logits_NV, dim=-1).gather(1, tokens_N[:, None]).squeeze(1)
