@@ -16,7 +16,8 @@ from safetensors.torch import save_file  # noqa: E402
 
 from bureau.errors import BureauSystemError, SystemErrorKind  # noqa: E402
 from bureau.inference.client import SamplingParams  # noqa: E402
-from bureau.inference.engine import EngineConfig, InferenceEngine, _nucleus  # noqa: E402
+from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
+from bureau.inference.sampling import nucleus  # noqa: E402
 from bureau.models.checkpoint import load_checkpoint  # noqa: E402
 
 # Small pages so that a 40-token prompt fills prefix-cache blocks.
@@ -128,9 +129,9 @@ def test_tiny_top_p_is_greedy(engine: InferenceEngine) -> None:
 
 def test_nucleus_keeps_the_smallest_set_reaching_top_p() -> None:
     probs = torch.tensor([0.2, 0.5, 0.3])
-    torch.testing.assert_close(_nucleus(probs, 0.6), torch.tensor([0.0, 0.5, 0.3]))
-    torch.testing.assert_close(_nucleus(probs, 0.5), torch.tensor([0.0, 0.5, 0.0]))
-    torch.testing.assert_close(_nucleus(probs, 1.0), probs)
+    torch.testing.assert_close(nucleus(probs, 0.6), torch.tensor([0.0, 0.5, 0.3]))
+    torch.testing.assert_close(nucleus(probs, 0.5), torch.tensor([0.0, 0.5, 0.0]))
+    torch.testing.assert_close(nucleus(probs, 1.0), probs)
 
 
 def test_stop_ids_end_the_sample_and_are_kept(engine: InferenceEngine) -> None:

@@ -11,9 +11,10 @@ with its logprob). It adds three things the library cannot do:
   exist only as logits processors fixed when the manager is built; and its logprobs are
   `log(softmax(processed scores))`, i.e. of the tempered, truncated distribution. The engine
   therefore replaces the model runner's sampling step (`ModelRunner._sample`) with
-  `_BatchSampler`, which draws each row with its own request's temperature (0 = greedy), top-p
-  and seed (a `torch.Generator` per seeded request), and returns `log_softmax` of the raw fp32
-  logits at the drawn id: the raw model distribution, the one a trainer's forward pass computes.
+  `_BatchSampler`, which draws each row (`bureau.inference.sampling.draw`) with its own
+  request's temperature (0 = greedy), top-p and seed (a `torch.Generator` per seeded
+  request), and returns `log_softmax` of the raw fp32 logits at the drawn id: the raw model
+  distribution, the one a trainer's forward pass computes.
   Everything in `SamplingParams` is per request.
 - **Weight versions.** The sampler labels every drawn token with the version in force.
 - **Pause and in-place weight updates.** CB's `pause()` parks its loop between steps with the
@@ -52,6 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import Completion, SamplingParams
+from bureau.inference.sampling import draw
+from bureau.inference.weights import WeightPlan
 
 if TYPE_CHECKING:
     import torch
@@ -61,8 +64,6 @@ Kind = SystemErrorKind
 PauseMode = Literal["keep", "abort", "wait"]
 PAUSE_MODES: tuple[PauseMode, ...] = ("keep", "abort", "wait")
 DType = Literal["float32", "bfloat16", "float16", "auto"]
-# Nucleus sampling first looks for the nucleus among this many top tokens, then sorts the row.
-_NUCLEUS_TOP_K = 1024
 
 
 class EngineConfig(BaseModel):
@@ -445,7 +446,7 @@ class InferenceEngine:
         """
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise ValueError(f"version must be a non-negative integer, not {version!r}")
-        plan = _WeightPlan.build(source, self.model)
+        plan = WeightPlan.build(source, self.model)
         with self._control:
             with self._lock:
                 self._raise_unless_serving(allow_broken_weights=True)
@@ -698,7 +699,12 @@ class _BatchSampler:
             return
         logits_NV = scores[0, : len(states)]
         requests = [self._engine._requests.get(state.request_id) for state in states]
-        tokens_N = self._draw(logits_NV, requests)
+        tokens_N = draw(
+            logits_NV,
+            [r.params if r is not None else None for r in requests],
+            [r.generator if r is not None else None for r in requests],
+            self._engine._rng,
+        )
         logprobs_N = torch.log_softmax(logits_NV, dim=-1).gather(1, tokens_N[:, None]).squeeze(1)
         n = tokens_N.shape[0]
         output_ids[0, :n].copy_(tokens_N)
@@ -707,164 +713,6 @@ class _BatchSampler:
         for request in requests:
             if request is not None:
                 request.versions.append(version)
-
-    def _draw(self, logits_NV: torch.Tensor, requests: list[_Request | None]) -> torch.Tensor:
-        import torch
-
-        n, vocab = logits_NV.shape
-        tokens_N = torch.empty(n, dtype=torch.long, device=logits_NV.device)
-        greedy: list[int] = []
-        drawn: list[int] = []
-        picked: list[_Request] = []
-        for i, request in enumerate(requests):
-            if request is None or request.params.temperature == 0:
-                greedy.append(i)
-            else:
-                drawn.append(i)
-                picked.append(request)
-        if greedy:
-            tokens_N[greedy] = logits_NV[greedy].argmax(dim=-1)
-        if not drawn:
-            return tokens_N
-        temps = torch.tensor([r.params.temperature for r in picked], dtype=logits_NV.dtype)
-        probs_SV = torch.softmax(logits_NV[drawn] / temps.to(logits_NV.device)[:, None], dim=-1)
-        for row, request in enumerate(picked):
-            if request.params.top_p < 1:
-                probs_SV[row] = _nucleus(probs_SV[row], request.params.top_p)
-        cdf_SV = probs_SV.cumsum(dim=-1)
-        uniforms = [
-            float(torch.rand((), generator=r.generator or self._engine._rng, dtype=torch.float64))
-            for r in picked
-        ]
-        targets = torch.tensor(uniforms, dtype=cdf_SV.dtype, device=cdf_SV.device) * cdf_SV[:, -1]
-        index_S = torch.searchsorted(cdf_SV, targets[:, None], right=True).squeeze(1)
-        index_S.clamp_(max=vocab - 1)
-        # A target rounded onto the total could land on a zero-probability tail token.
-        empty = probs_SV.gather(1, index_S[:, None]).squeeze(1) <= 0
-        if bool(empty.any()):
-            index_S[empty] = probs_SV[empty].argmax(dim=-1)
-        tokens_N[drawn] = index_S
-        return tokens_N
-
-
-def _nucleus(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
-    """`probs_V` with the tokens outside the top-p nucleus zeroed (unnormalized).
-
-    The nucleus is the smallest set of most likely tokens whose mass reaches `top_p`: a token
-    stays when the mass of the tokens ranked above it is below `top_p`.
-    """
-    import torch
-
-    values, indices = probs_V.topk(min(_NUCLEUS_TOP_K, probs_V.shape[0]))
-    if float(values.sum()) < top_p:
-        values, indices = probs_V.sort(descending=True)
-    keep = (values.cumsum(0) - values) < top_p
-    out = torch.zeros_like(probs_V)
-    out[indices[keep]] = values[keep]
-    return out
-
-
-@dataclass
-class _WeightPlan:
-    """Checked tensors to copy into the model: from safetensors files or from a state dict."""
-
-    files: list[Path]
-    tensors: Mapping[str, torch.Tensor] | None
-    describe: str
-
-    @classmethod
-    def build(cls, source: Path | str | Mapping[str, Any], model: PreTrainedModel) -> _WeightPlan:
-        if isinstance(source, Mapping):
-            shapes = {name: (tuple(t.shape), t.dtype) for name, t in source.items()}
-            _check_weights(shapes, model, "the state dict")
-            return cls(files=[], tensors=source, describe="<state dict>")
-        folder = Path(source)
-        if not folder.is_dir():
-            raise FileNotFoundError(f"weights folder {folder} does not exist")
-        files = sorted(folder.glob("*.safetensors"))
-        if not files:
-            raise FileNotFoundError(f"no *.safetensors file in {folder}")
-        _check_weights(_safetensors_shapes(files), model, str(folder))
-        return cls(files=files, tensors=None, describe=str(folder))
-
-    def load_into(self, model: PreTrainedModel) -> None:
-        import torch
-        from safetensors import safe_open
-
-        targets = model.state_dict()
-        with torch.no_grad():
-            if self.tensors is not None:
-                for name, tensor in self.tensors.items():
-                    targets[name].copy_(tensor)
-                return
-            for path in self.files:
-                with safe_open(str(path), framework="pt") as handle:
-                    for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
-                        targets[name].copy_(handle.get_tensor(name))
-
-
-def _safetensors_shapes(files: list[Path]) -> dict[str, tuple[tuple[int, ...], Any]]:
-    """Name -> (shape, dtype) from the headers; `ValueError` for an unreadable or truncated file."""
-    from safetensors import SafetensorError, safe_open
-
-    shapes: dict[str, tuple[tuple[int, ...], Any]] = {}
-    for path in files:
-        try:
-            with safe_open(str(path), framework="pt") as handle:
-                for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
-                    piece = handle.get_slice(name)
-                    if name in shapes:
-                        raise ValueError(f"tensor {name} appears in more than one file ({path})")
-                    shapes[name] = (tuple(piece.get_shape()), piece.get_dtype())
-        except (OSError, SafetensorError) as exc:
-            raise ValueError(f"cannot read {path}: {exc}") from exc
-    return shapes
-
-
-def _check_weights(
-    shapes: Mapping[str, tuple[tuple[int, ...], Any]], model: PreTrainedModel, where: str
-) -> None:
-    """`ValueError` unless `shapes` names exactly the model's tensors, in their shapes."""
-    import torch
-
-    expected = model.state_dict()
-    unknown = sorted(set(shapes) - set(expected))
-    wrong = [
-        f"{name} {list(shape)} (model {list(expected[name].shape)})"
-        for name, (shape, _) in shapes.items()
-        if name in expected and tuple(expected[name].shape) != tuple(shape)
-    ]
-    not_float = [
-        name
-        for name, (_, dtype) in shapes.items()
-        if name in expected
-        and expected[name].is_floating_point()
-        and not _is_float_dtype(dtype, torch)
-    ]
-    # Tied tensors (one storage under several names) need only one of their names.
-    by_storage: dict[int, list[str]] = {}
-    for name, tensor in expected.items():
-        by_storage.setdefault(tensor.data_ptr(), []).append(name)
-    missing = sorted(
-        names[0] for names in by_storage.values() if not any(n in shapes for n in names)
-    )
-    problems = []
-    if unknown:
-        problems.append(f"{len(unknown)} tensors the model does not have: {unknown[:5]}")
-    if missing:
-        problems.append(f"{len(missing)} model tensors missing: {missing[:5]}")
-    if wrong:
-        problems.append(f"{len(wrong)} tensors with the wrong shape: {wrong[:5]}")
-    if not_float:
-        problems.append(f"non-float tensors for float weights: {not_float[:5]}")
-    if problems:
-        raise ValueError(f"weights in {where} do not match the model: " + "; ".join(problems))
-
-
-def _is_float_dtype(dtype: Any, torch: Any) -> bool:
-    if isinstance(dtype, torch.dtype):
-        return bool(dtype.is_floating_point)
-    return str(dtype).upper() in {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
 
 
 def _check_internals(processor: Any) -> None:
