@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 import httpx
 
@@ -120,8 +120,86 @@ def _version(value: object, default: int) -> int:
     return int(digits) if digits else default
 
 
-class EngineClient:
-    """An async client for one engine at `base_url` (e.g. `http://127.0.0.1:8000`).
+class EngineEndpoint:
+    """An HTTP endpoint of one engine, with failures mapped to engine system errors.
+
+    A timeout is `engine_timeout`; a connection failure or a 503 (the engine is not serving) is
+    `engine_unavailable`; any other non-200 answer, or one that is not JSON, is `engine_error`.
+    Shared by the sampling client and the engines' control clients.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 300.0,
+        connect_timeout_s: float = 10.0,
+        max_connections: int = 16,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+        )
+
+    async def health(self) -> bool:
+        try:
+            response = await self._http.get("/health", timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        where = f"{self.base_url}{path}"
+        try:
+            response = await self._http.request(method, path, json=payload, params=params)
+        except httpx.TimeoutException as exc:
+            raise BureauSystemError(
+                Kind.engine_timeout, f"{where}: no answer in {self.timeout_s} s"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise BureauSystemError(
+                Kind.engine_unavailable, f"{where}: {type(exc).__name__}: {exc}"
+            ) from exc
+        if response.status_code == 503:
+            raise BureauSystemError(Kind.engine_unavailable, f"{where}: {response.text[:500]}")
+        if response.status_code != 200:
+            raise BureauSystemError(
+                Kind.engine_error, f"{where}: HTTP {response.status_code}: {response.text[:500]}"
+            )
+        if not response.content:
+            return {}
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise BureauSystemError(
+                Kind.engine_error, f"{where}: not JSON: {response.text[:300]}"
+            ) from exc
+        return data if isinstance(data, dict) else {"data": data}
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class EngineClient(EngineEndpoint):
+    """An async sampling client for one engine at `base_url` (e.g. `http://127.0.0.1:8000`).
 
     `known_version` is the weight version this side last pushed; see the module docstring.
     """
@@ -135,15 +213,11 @@ class EngineClient:
         connect_timeout_s: float = 10.0,
         known_version: int = 0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.timeout_s = timeout_s
-        self.known_version = known_version
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        super().__init__(
+            base_url, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s, max_connections=256
         )
+        self.model = model
+        self.known_version = known_version
 
     async def complete(
         self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None
@@ -167,52 +241,10 @@ class EngineClient:
             payload["seed"] = params.seed
         version = self.known_version
         started = time.perf_counter()
-        body = await self._post("/v1/completions", payload)
+        body = await self._request("POST", "/v1/completions", payload)
         return parse_completion(
             body,
             engine=self.base_url,
             default_version=version,
             latency_s=time.perf_counter() - started,
         )
-
-    async def health(self) -> bool:
-        try:
-            response = await self._http.get("/health", timeout=5.0)
-        except httpx.HTTPError:
-            return False
-        return response.status_code == 200
-
-    async def _post(
-        self,
-        path: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        params: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        try:
-            response = await self._http.post(path, json=payload, params=params)
-        except httpx.TimeoutException as exc:
-            raise BureauSystemError(
-                Kind.engine_timeout, f"{self.base_url}{path}: no answer in {self.timeout_s} s"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise BureauSystemError(
-                Kind.engine_unavailable, f"{self.base_url}{path}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if response.status_code != 200:
-            raise BureauSystemError(
-                Kind.engine_error,
-                f"{self.base_url}{path}: HTTP {response.status_code}: {response.text[:300]}",
-            )
-        if not response.content:
-            return {}
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise BureauSystemError(
-                Kind.engine_error, f"{self.base_url}{path}: not JSON: {response.text[:300]}"
-            ) from exc
-        return data if isinstance(data, dict) else {"data": data}
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

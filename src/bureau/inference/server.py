@@ -30,10 +30,8 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-import httpx
 import uvicorn
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.applications import Starlette
@@ -43,7 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bureau.errors import BureauSystemError, SystemErrorKind
-from bureau.inference.client import Completion, SamplingParams
+from bureau.inference.client import Completion, EngineEndpoint, SamplingParams
 from bureau.inference.engine import PAUSE_MODES, EngineConfig, InferenceEngine, PauseMode
 
 Kind = SystemErrorKind
@@ -417,19 +415,12 @@ def run_server(
         engine.stop()
 
 
-class EngineControl:
+class EngineControl(EngineEndpoint):
     """The control endpoints of one `bureau serve` engine; mirrors `VLLMControl`.
 
     Failures raise `BureauSystemError`: `engine_timeout`, `engine_unavailable` (unreachable or
     not serving) or `engine_error` (an HTTP error, e.g. a bad weights folder, or a bad answer).
     """
-
-    def __init__(self, base_url: str, *, timeout_s: float = 300.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout_s, connect=10.0)
-        )
 
     async def pause(self, mode: PauseMode = "keep") -> int:
         """Stop scheduling; returns how many in-flight requests `abort` ended."""
@@ -460,57 +451,3 @@ class EngineControl:
             raise BureauSystemError(
                 Kind.engine_error, f"{self.base_url}/weight_info: no weight_version in {body}"
             ) from exc
-
-    async def health(self) -> bool:
-        try:
-            response = await self._http.get("/health", timeout=5.0)
-        except httpx.HTTPError:
-            return False
-        return response.status_code == 200
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        params: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        where = f"{self.base_url}{path}"
-        try:
-            response = await self._http.request(method, path, json=payload, params=params)
-        except httpx.TimeoutException as exc:
-            raise BureauSystemError(
-                Kind.engine_timeout, f"{where}: no answer in {self.timeout_s} s"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise BureauSystemError(
-                Kind.engine_unavailable, f"{where}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if response.status_code == 503:
-            raise BureauSystemError(Kind.engine_unavailable, f"{where}: {response.text[:500]}")
-        if response.status_code != 200:
-            raise BureauSystemError(
-                Kind.engine_error, f"{where}: HTTP {response.status_code}: {response.text[:500]}"
-            )
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise BureauSystemError(
-                Kind.engine_error, f"{where}: not JSON: {response.text[:300]}"
-            ) from exc
-        return data if isinstance(data, dict) else {"data": data}
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def __aenter__(self) -> EngineControl:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

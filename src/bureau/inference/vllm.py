@@ -24,14 +24,12 @@ import struct
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
-import httpx
 from pydantic import Field
 
 from bureau.errors import BureauSystemError, SystemErrorKind
-from bureau.inference.client import EngineClient
+from bureau.inference.client import EngineClient, EngineEndpoint
 from bureau.inference.launch import ManagedServer, ServerConfig
 
 Kind = SystemErrorKind
@@ -188,19 +186,12 @@ def _check_safetensors(path: Path) -> None:
         )
 
 
-class VLLMControl:
+class VLLMControl(EngineEndpoint):
     """The weight-update endpoints of one vLLM server started with `VLLM_SERVER_DEV_MODE=1`.
 
     Failures raise `BureauSystemError`: `engine_timeout`, `engine_unavailable` (unreachable) or
     `engine_error` (an HTTP error or an unexpected answer).
     """
-
-    def __init__(self, base_url: str, *, timeout_s: float = 300.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout_s, connect=10.0)
-        )
 
     async def pause(self, mode: PauseMode = "keep") -> None:
         """Stop scheduling; `keep` freezes in-flight requests until `resume()`."""
@@ -252,53 +243,6 @@ class VLLMControl:
             raise
         await self.resume()
         return time.perf_counter() - started
-
-    async def _request(
-        self,
-        method: str,
-        path: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        params: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
-        where = f"{self.base_url}{path}"
-        try:
-            response = await self._http.request(method, path, json=payload, params=params)
-        except httpx.TimeoutException as exc:
-            raise BureauSystemError(
-                Kind.engine_timeout, f"{where}: no answer in {self.timeout_s} s"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise BureauSystemError(
-                Kind.engine_unavailable, f"{where}: {type(exc).__name__}: {exc}"
-            ) from exc
-        if response.status_code != 200:
-            raise BureauSystemError(
-                Kind.engine_error, f"{where}: HTTP {response.status_code}: {response.text[:500]}"
-            )
-        if not response.content:
-            return {}
-        try:
-            data = response.json()
-        except ValueError as exc:
-            raise BureauSystemError(
-                Kind.engine_error, f"{where}: not JSON: {response.text[:300]}"
-            ) from exc
-        return data if isinstance(data, dict) else {"data": data}
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def __aenter__(self) -> VLLMControl:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 async def push_weights(
