@@ -177,5 +177,8 @@ def audit_run(run: Path, model_dir: Path | None) -> Report:
             raise FileNotFoundError(f"{info_path} names no model: pass --model")
         model_dir = Path(info["model"])
     thinking = bool(info.get("harness", {}).get("enable_thinking", True))
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
     model, tokenizer = load_checkpoint(model_dir, dtype="float32")
     return audit(records, Renderer(tokenizer, enable_thinking=thinking), model)
