@@ -53,8 +53,9 @@ class LossFn(Protocol):
     def __call__(self, inputs: PolicyLossInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The micro-batch's loss (a scalar: the weighted sum over its tokens) and its metrics.
 
-        Metrics are tensors of sums and counts that add up across micro-batches (name them
-        `*_sum`, `*_count`, `*_max`; the trainer sums `_sum`/`_count` and maxes `_max`), so a
-        step's metrics cover the whole batch.
+        Metrics are detached tensors that combine across micro-batches by their name's suffix,
+        so a step's metrics cover the whole batch: `*_sum` and `*_count` are added, `*_max` and
+        `*_min` take the extreme, `*_values` (1-D) are concatenated (for quantiles such as the
+        p99 of the importance ratio).
         """
         ...
