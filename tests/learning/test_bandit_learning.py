@@ -1,0 +1,99 @@
+"""The small-scale overfit check that the pipeline learns at all.
+
+A tiny random-weight Qwen3 with the real 151,936-token vocabulary plays a bandit: from one fixed
+prompt it samples 4-token completions on the built-in engine, and the reward is 1 when a
+completion contains a token of the chosen pattern (ids 1000-2999, about 1.3% of the vocabulary,
+so a random policy succeeds about 5% of the time). Rewards alone must lift it above 0.8.
+
+Each step is the whole loop on CPU: engine samples (with sampler logprobs and weight versions)
+-> GRPO advantages per group -> token-mean weights -> PPO loss -> trainer step -> weights
+pushed back into the engine in place. The sampler/trainer mismatch must stay near zero.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from bureau.algo.advantages import AdvantageConfig, broadcast_advantage, compute_advantages  # noqa: E402
+from bureau.algo.losses import PPOLossConfig, make_loss_fn  # noqa: E402
+from bureau.algo.reductions import ReductionConfig, loss_weights  # noqa: E402
+from bureau.inference.client import SamplingParams  # noqa: E402
+from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
+from bureau.trainer.batch import TrainBatch  # noqa: E402
+from bureau.trainer.config import OptimizerConfig, TrainerConfig  # noqa: E402
+from bureau.trainer.trainer import Trainer  # noqa: E402
+
+# <|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n
+PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
+PATTERN = range(1000, 3000)
+GROUPS, GROUP_SIZE, COMPLETION = 4, 8, 4
+MAX_STEPS = 100
+LR = 3e-2
+
+
+def reward(token_ids: list[int]) -> float:
+    return float(any(t in PATTERN for t in token_ids))
+
+
+def test_tiny_model_learns_a_bandit_from_rewards(tiny_model: Path) -> None:
+    engine = InferenceEngine.from_checkpoint(
+        tiny_model, EngineConfig(seed=0, max_model_len=64, cache_tokens=4096, page_size=16)
+    )
+    trainer = Trainer.from_pretrained(
+        tiny_model,
+        make_loss_fn(PPOLossConfig()),
+        TrainerConfig(optimizer=OptimizerConfig(lr=LR), compute_entropy=False, seed=0),
+    )
+    advantage_config = AdvantageConfig(estimator="grpo")
+    curve: list[float] = []
+    mismatch: list[float] = []
+    with engine:
+        for step in range(MAX_STEPS):
+            futures = [
+                engine.submit(
+                    PROMPT,
+                    SamplingParams(max_tokens=COMPLETION, temperature=1.0, seed=step * 1000 + i),
+                    ignore_eos=True,
+                )
+                for i in range(GROUPS * GROUP_SIZE)
+            ]
+            samples = [f.result(timeout=120) for f in futures]
+            rewards = [reward(s.token_ids) for s in samples]
+            curve.append(statistics.fmean(rewards))
+            if len(curve) >= 3 and statistics.fmean(curve[-3:]) > 0.8:
+                break
+            groups = [i // GROUP_SIZE for i in range(len(samples))]
+            result = compute_advantages(rewards, groups, advantage_config)
+            keep = [i for i, a in enumerate(result.advantages) if a is not None]
+            if not keep:
+                continue
+            masks = [[0] * len(PROMPT) + [1] * COMPLETION for _ in keep]
+            weights = loss_weights(masks, [groups[i] for i in keep], ReductionConfig())
+            batch = TrainBatch(
+                token_ids=[PROMPT + samples[i].token_ids for i in keep],
+                loss_mask=masks,
+                sampler_logprobs=[[0.0] * len(PROMPT) + samples[i].logprobs for i in keep],
+                advantages=[
+                    broadcast_advantage(result.advantages[i] or 0.0, torch.tensor(m)).tolist()
+                    for i, m in zip(keep, masks, strict=True)
+                ],
+                loss_weights=[w.tolist() for w in weights],
+                weight_versions=[[-1] * len(PROMPT) + samples[i].weight_versions for i in keep],
+            )
+            metrics = trainer.forward_backward(batch)
+            mismatch.append(float(metrics["abs_logprob_diff"]))
+            trainer.optim_step()
+            state = trainer.export_weights()
+            assert isinstance(state, dict)
+            engine.update_weights(state, version=trainer.step)
+    print("reward curve:", " ".join(f"{r:.2f}" for r in curve))
+    print("sampler/trainer |Δ logprob| mean per step:", " ".join(f"{m:.1e}" for m in mismatch))
+    assert statistics.fmean(curve[:2]) < 0.3, curve
+    assert statistics.fmean(curve[-3:]) > 0.8, curve
+    # On-policy: the engine and the trainer score the same weights the same way.
+    assert max(mismatch) < 1e-3
