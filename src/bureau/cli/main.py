@@ -16,6 +16,7 @@ import typer
 from bureau.cli.audit import audit_app
 from bureau.cli.model import model_app
 from bureau.cli.serve import serve_command
+from bureau.cli.train import train_offline_command
 
 app = typer.Typer(
     help="bureau: simulated companies, Harbor tasks and RL post-training of knowledge agents.",
@@ -29,6 +30,7 @@ app.add_typer(tasks_app, name="tasks")
 app.add_typer(model_app, name="model")
 app.add_typer(audit_app, name="audit")
 app.command("serve")(serve_command)
+app.command("train-offline")(train_offline_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

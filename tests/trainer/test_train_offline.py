@@ -1,0 +1,179 @@
+"""Offline training from Parquet: records to batches, the group stream, `bureau train-offline`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("pyarrow")
+
+from typer.testing import CliRunner
+
+from bureau.algo.advantages import AdvantageConfig
+from bureau.algo.reductions import ReductionConfig
+from bureau.cli.main import app
+from bureau.harness.export import write_parquet
+from bureau.harness.trajectory import TrajectoryRecord
+from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
+from bureau.trainer.synthetic import synthetic_records
+
+
+def _record(tid: str, group: str, reward: float | None, sampled: int) -> TrajectoryRecord:
+    ids = [1, 2, 3] + [10 + k for k in range(sampled)]
+    return TrajectoryRecord(
+        trajectory_id=tid,
+        task_name="t",
+        model="m",
+        prompt_ids=[1, 2, 3],
+        token_ids=ids,
+        loss_mask=[0, 0, 0] + [1] * sampled,
+        sampler_logprobs=[0.0, 0.0, 0.0] + [-1.0] * sampled,
+        weight_versions=[-1, -1, -1] + [4] * sampled,
+        messages=[],
+        tools=[],
+        turns=[],
+        tool_calls=[],
+        stop_reason="answered",
+        llm_time_s=0.0,
+        tool_time_s=0.0,
+        total_time_s=0.0,
+        group_id=group,
+        reward=reward,
+        system_error=None if reward is not None else "engine_error: down",
+    )
+
+
+def test_records_become_a_batch_with_advantages_and_weights() -> None:
+    records = [
+        _record("a", "g1", 1.0, 2),  # advantage +1 (GRPO: (1 - 0.5) / 0.5)
+        _record("b", "g1", 0.0, 1),  # advantage -1
+        _record("c", "g2", 1.0, 1),  # zero-variance group: excluded
+        _record("d", "g2", 1.0, 1),
+        _record("e", "g3", None, 1),  # no reward: its whole group goes (mask_group)
+        _record("f", "g3", 0.0, 1),
+    ]
+    made = records_to_batch(records, AdvantageConfig(), ReductionConfig())
+    assert made.batch is not None
+    assert [r.trajectory_id for r in made.records] == ["a", "b"]
+    assert made.batch.token_ids == [[1, 2, 3, 10, 11], [1, 2, 3, 10]]
+    assert made.batch.loss_mask == [[0, 0, 0, 1, 1], [0, 0, 0, 1]]
+    advantages = made.batch.advantages
+    assert advantages[0] == pytest.approx([0, 0, 0, 1, 1], abs=1e-5)
+    assert advantages[1] == pytest.approx([0, 0, 0, -1], abs=1e-5)
+    third = 1 / 3  # token_mean over the batch's 3 sampled tokens
+    assert made.batch.loss_weights == [
+        pytest.approx([0, 0, 0, third, third]),
+        pytest.approx([0, 0, 0, third]),
+    ]
+    assert made.batch.weight_versions == [[-1, -1, -1, 4, 4], [-1, -1, -1, 4]]
+    assert made.excluded["zero_variance"] == 2
+    assert made.excluded["masked"] == 1 and made.excluded["group_masked"] == 1
+    assert made.mean_reward == pytest.approx(3 / 5)
+
+
+def test_completions_become_a_batch_on_literal_ids() -> None:
+    batch = completions_to_batch(
+        prompts=[[1, 2, 3], [1, 2, 3], [7]],
+        completions=[[10, 11], [12], [13, 14, 15]],
+        sampler_logprobs=[[-0.5, -1.5], [-2.0], [-0.1, -0.2, -0.3]],
+        advantages=[0.5, -0.5, 2.0],
+        group_ids=["a", "a", "b"],
+        weight_version=3,
+    )
+    assert batch.token_ids == [[1, 2, 3, 10, 11], [1, 2, 3, 12], [7, 13, 14, 15]]
+    assert batch.loss_mask == [[0, 0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 1, 1]]
+    assert batch.sampler_logprobs[0] == [0.0, 0.0, 0.0, -0.5, -1.5]
+    assert batch.advantages == [[0, 0, 0, 0.5, 0.5], [0, 0, 0, -0.5], [0, 2, 2, 2]]
+    sixth = pytest.approx(1 / 6)  # token_mean over the 6 sampled tokens
+    assert batch.loss_weights == [
+        [0, 0, 0, sixth, sixth],
+        [0, 0, 0, sixth],
+        [0, sixth] + [sixth] * 2,
+    ]
+    assert batch.weight_versions == [[-1, -1, -1, 3, 3], [-1, -1, -1, 3], [-1, 3, 3, 3]]
+    with pytest.raises(ValueError, match="2 completion ids but 1 logprobs"):
+        completions_to_batch([[1]], [[2, 3]], [[-1.0]], [1.0], ["a"])
+
+
+def test_a_stream_of_groups_reshuffles_each_pass_and_is_stateless() -> None:
+    records = synthetic_records(num_groups=3, group_size=2, seed=0)
+    stream = GroupStream(records, seed=5)
+    first_pass = [r.group_id for r in stream.take(0, 3)]
+    assert sorted(first_pass) == ["g0", "g0", "g1", "g1", "g2", "g2"]
+    again = GroupStream(records, seed=5)
+    assert [r.group_id for r in again.take(2, 3)] == [r.group_id for r in stream.take(2, 3)]
+    second_pass = [r.group_id for r in stream.take(3, 3)]
+    assert sorted(second_pass) == sorted(first_pass)
+
+
+def test_train_offline_on_a_parquet_file_then_resume(tiny_model: Path, tmp_path: Path) -> None:
+    parquet = tmp_path / "records.parquet"
+    write_parquet(synthetic_records(num_groups=6, group_size=4, seed=1), parquet)
+    out = tmp_path / "run"
+    common = [
+        "train-offline",
+        "--trajectories",
+        str(parquet),
+        "--model",
+        str(tiny_model),
+        "--out",
+        str(out),
+        "--groups-per-step",
+        "2",
+        "--lr",
+        "1e-3",
+        "--token-budget",
+        "128",
+    ]
+    runner = CliRunner()
+    result = runner.invoke(app, [*common, "--steps", "2"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["train/step"] for m in lines] == [1.0, 2.0]
+    assert all(m["train/num_tokens"] > 0 and m["train/padding_waste"] == 0.0 for m in lines)
+    assert {"clipped_fraction", "mismatch_kl", "data/mean_reward"} <= set(lines[0])
+    weights = out / "weights"
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= {
+        p.name for p in weights.iterdir()
+    }
+    resolved = json.loads((out / "config.json").read_text())
+    assert resolved["trainer"]["optimizer"]["lr"] == 1e-3
+    assert resolved["loss"]["kind"] == "ppo"
+
+    result = runner.invoke(app, [*common, "--steps", "3"])
+    assert result.exit_code == 0, result.output
+    assert "resumed from" in result.output and "at step 2" in result.output
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["train/step"] for m in lines] == [1.0, 2.0, 3.0]
+    assert [m["data/groups_consumed"] for m in lines] == [2, 4, 6]
+
+
+def test_train_offline_refuses_bad_inputs(tiny_model: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["train-offline", "--model", str(tiny_model), "--steps", "1"]
+    missing = runner.invoke(app, [*base, "--trajectories", str(tmp_path / "none.parquet")])
+    assert missing.exit_code == 2 and "not found" in missing.output
+    flat = tmp_path / "flat.parquet"
+    records = [_record(str(k), "g", 1.0, 2) for k in range(4)]  # one group, all rewards equal
+    write_parquet(records, flat)
+    result = runner.invoke(app, [*base, "--trajectories", str(flat), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 1 and "no usable trajectory" in result.output
+
+
+def test_help_is_instant_without_torch() -> None:
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from bureau.cli.main import app\n"
+        "result = CliRunner().invoke(app, ['train-offline', '--help'])\n"
+        "assert result.exit_code == 0 and '--trajectories' in result.output\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
