@@ -85,6 +85,8 @@ def save_training_state(
 
     path = Path(path)
     if parallel.is_main:
+        # Overwriting: the state file goes first, so an interrupted save reads as incomplete.
+        (path / STATE_FILE).unlink(missing_ok=True)
         if (path / STATE_DIR).exists():
             shutil.rmtree(path / STATE_DIR)
         path.mkdir(parents=True, exist_ok=True)
