@@ -19,13 +19,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bureau.algo.advantages import AdvantageConfig, broadcast_advantage, compute_advantages  # noqa: E402
+from bureau.algo.advantages import AdvantageConfig, compute_advantages  # noqa: E402
 from bureau.algo.losses import PPOLossConfig, make_loss_fn  # noqa: E402
-from bureau.algo.reductions import ReductionConfig, loss_weights  # noqa: E402
 from bureau.inference.client import SamplingParams  # noqa: E402
 from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
-from bureau.trainer.batch import TrainBatch  # noqa: E402
 from bureau.trainer.config import OptimizerConfig, TrainerConfig  # noqa: E402
+from bureau.trainer.data import completions_to_batch  # noqa: E402
 from bureau.trainer.trainer import Trainer  # noqa: E402
 
 # <|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n
@@ -72,18 +71,13 @@ def test_tiny_model_learns_a_bandit_from_rewards(tiny_model: Path) -> None:
             keep = [i for i, a in enumerate(result.advantages) if a is not None]
             if not keep:
                 continue
-            masks = [[0] * len(PROMPT) + [1] * COMPLETION for _ in keep]
-            weights = loss_weights(masks, [groups[i] for i in keep], ReductionConfig())
-            batch = TrainBatch(
-                token_ids=[PROMPT + samples[i].token_ids for i in keep],
-                loss_mask=masks,
-                sampler_logprobs=[[0.0] * len(PROMPT) + samples[i].logprobs for i in keep],
-                advantages=[
-                    broadcast_advantage(result.advantages[i] or 0.0, torch.tensor(m)).tolist()
-                    for i, m in zip(keep, masks, strict=True)
-                ],
-                loss_weights=[w.tolist() for w in weights],
-                weight_versions=[[-1] * len(PROMPT) + samples[i].weight_versions for i in keep],
+            batch = completions_to_batch(
+                [PROMPT] * len(keep),
+                [samples[i].token_ids for i in keep],
+                [samples[i].logprobs for i in keep],
+                [result.advantages[i] or 0.0 for i in keep],
+                [groups[i] for i in keep],
+                weight_version=trainer.step,
             )
             metrics = trainer.forward_backward(batch)
             mismatch.append(float(metrics["abs_logprob_diff"]))
