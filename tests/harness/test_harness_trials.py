@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ HARNESS_FLAGS = [
         "--tool-prefix",
         "fs_write_text",
     ),
-    *("--max-turns", "6", "--context-length", "4096"),
+    *("--max-turns", "6", "--context-length", "4096", "--max-tasks", "3", "--attempts", "2"),
     *("--max-tokens-per-turn", "96", "--concurrency", "3", "--agent-timeout", "240"),
 ]
 
@@ -56,6 +57,9 @@ def run_and_audit(dataset: Path, model: Path, out: Path, *engine: str) -> dict[s
 
     records = read_parquet(out / "trajectories.parquet")
     assert len(records) == 6
+    # Two attempts at each of 3 tasks: one group per task, for group-relative advantages.
+    assert sorted(Counter(r.group_id for r in records).values()) == [2, 2, 2]
+    assert all(r.group_id == r.task_name for r in records)
     for record in records:
         assert record.system_error is None
         assert record.reward is not None  # graded by the task's own verifier

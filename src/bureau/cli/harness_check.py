@@ -70,6 +70,7 @@ def _complete_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord 
         return None
     record.trial_name = result.trial_name
     record.trial_status = result.status
+    record.group_id = record.group_id or result.task_name  # attempts at one task form a group
     record.reward = None if result.system_error else result.reward
     if result.system_error and record.system_error is None and result.exception_info:
         record.system_error = result.exception_info.exception_message
@@ -120,6 +121,7 @@ def run_harness_check(
     max_starting: int,
     isolation: str,
     agent_timeout_s: float | None,
+    attempts: int = 1,
 ) -> int:
     from transformers import AutoTokenizer
 
@@ -139,6 +141,7 @@ def run_harness_check(
         "engine_urls": engine_urls,
         "harness": harness.model_dump(),
         "tasks": [t.name for t in tasks],
+        "attempts": attempts,
         "concurrency": concurrency,
         "isolation": isolation,
         "agent_timeout_s": agent_timeout_s,

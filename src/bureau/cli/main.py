@@ -177,6 +177,9 @@ def tasks_check(
         list[str] | None, typer.Option(help="harness: expose only tools with this prefix.")
     ] = None,
     max_tasks: Annotated[int | None, typer.Option(help="Check only the first N tasks.")] = None,
+    attempts: Annotated[
+        int, typer.Option(min=1, help="harness: trajectories per task (one group per task).")
+    ] = 1,
     agent_timeout: Annotated[
         float | None, typer.Option(help="Cap on each agent's time, seconds.")
     ] = None,
@@ -224,6 +227,7 @@ def tasks_check(
             max_starting=max_starting,
             isolation=isolation.value,
             agent_timeout_s=agent_timeout,
+            attempts=attempts,
         )
     )
 

@@ -103,8 +103,13 @@ def train_offline(
             say(f"resumed from {checkpoint} at step {trainer.step}")
         history = []
         # A stream in which no group is usable would never produce a batch.
-        if not advantages_for_records(records, config.advantages).num_used:
-            raise ValueError(f"no usable trajectory in {config.trajectories} (all excluded)")
+        usable = advantages_for_records(records, config.advantages)
+        if not usable.num_used:
+            why = ", ".join(f"{n} {reason}" for reason, n in usable.excluded.items() if n)
+            raise ValueError(
+                f"no usable trajectory in {config.trajectories}: all {len(records)} excluded "
+                f"({why}; {usable.num_groups} groups by group_id)"
+            )
         while trainer.step < config.steps:
             metrics = _one_step(trainer, stream, config)
             history.append(metrics)
