@@ -160,12 +160,12 @@ def run_harness_check(
             ),
             progress_bar() as progress,
         ):
-            bar = progress.add_task("harness trials", total=len(tasks))
+            bar = progress.add_task("harness trials", total=len(tasks) * attempts)
 
             async def main() -> list[TrialResult]:
                 try:
                     return await run_trials(
-                        tasks,
+                        [task for task in tasks for _ in range(attempts)],
                         lambda: HarnessAgent(sampler, renderer, harness, model.name),
                         runtime,
                         trials_dir,
