@@ -211,3 +211,21 @@ def test_activation_checkpointing_and_bf16(model: Any) -> None:
     )
     bf16.optim_step()
     assert all(p.dtype == torch.float32 for p in bf16.model.parameters())
+
+
+def test_staleness_of_the_batch_tokens_is_reported(model: Any) -> None:
+    """Tokens sampled by weight version v are `step - v` updates stale."""
+    trainer = _trainer(model)
+    batch = synthetic_batch([6, 6], seed=3)
+    versions = []
+    for b, mask in enumerate(batch.loss_mask):
+        versions.append([(b if m else -1) for m in mask])  # sequence 0 by v0, sequence 1 by v1
+    batch.weight_versions = versions
+    trainer.forward_backward(batch)
+    trainer.optim_step()
+    trainer.forward_backward(batch)
+    trainer.optim_step()  # now at step 2
+    metrics = trainer.forward_backward(batch)
+    n0, n1 = (sum(mask) for mask in batch.loss_mask)
+    assert metrics["train/staleness_tokens/2"] == n0
+    assert metrics["train/staleness_tokens/1"] == n1

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from bureau.algo.inputs import LossFn
-from bureau.algo.metrics import combine_metrics, finalize_metrics
+from bureau.algo.metrics import combine_metrics, finalize_metrics, staleness_histogram
 from bureau.trainer.batch import TrainBatch
 from bureau.trainer.checkpoint import (
     full_state_dict,
@@ -188,7 +188,16 @@ class Trainer:
         self._accumulated += 1
         self.consumed_sequences += batch.num_sequences
         elapsed = time.perf_counter() - started
-        return self._step_metrics(combine_metrics(loss_metrics), total_loss, counts, elapsed)
+        step_metrics = self._step_metrics(
+            combine_metrics(loss_metrics), total_loss, counts, elapsed
+        )
+        if batch.weight_versions is not None:
+            # The trainer's weights after `step` updates are version `step`: a token sampled by
+            # version v is `step - v` updates stale (every rank holds the whole batch).
+            versions = [v for row in batch.weight_versions for v in row]
+            for staleness, n in staleness_histogram(versions, self.step).items():
+                step_metrics[f"train/staleness_tokens/{staleness}"] = n
+        return step_metrics
 
     def _step_metrics(
         self,
