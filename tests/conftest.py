@@ -19,9 +19,6 @@ from bureau.harness.trajectory import ToolCallRecord, TrajectoryRecord, TurnReco
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.
 TINY_SHAPE = {"layers": 2, "hidden": 64, "heads": 2, "kv_heads": 1}
-# Warm start of the tool-calling tiny model: enough for mostly well-formed fs_ tool calls.
-WARM_START = {"steps": 120, "lr": 5e-3, "seed": 0}
-WARM_START_TOOLS = ["fs_list", "fs_read_text", "fs_write_text"]
 
 
 def shared(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
@@ -76,16 +73,10 @@ def tool_model(
 ) -> Path:
     """`tiny_model` after `bureau model warm-start`: it calls three fs_ tools, imperfectly."""
     from bureau.cli.commands import task_dirs
-    from bureau.harness.loop import HarnessConfig
-    from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
+    from bureau.harness.warmstart import warm_start
 
     def build(out: Path) -> None:
-        prefixes = WARM_START_TOOLS
-        examples = task_examples(task_dirs(small_dataset))
-        config = HarnessConfig(tool_prefixes=prefixes)
-        warm_start(
-            tiny_model, out, examples, local_tool_specs(prefixes), config=config, **WARM_START
-        )
+        warm_start(tiny_model, out, task_dirs(small_dataset))  # the default tools and steps
 
     return shared(tmp_path_factory, "qwen3-tiny-tools", build)
 

@@ -210,9 +210,6 @@ def run_demo(out: Path, seed: int, jobs: int) -> int:
     return 0 if ok else 1
 
 
-DEMO_TOOLS = ["fs_list", "fs_read_text", "fs_write_text"]
-
-
 def run_demo_harness(out: Path, results: dict[str, Any]) -> bool:
     """A tiny model (random, then warm-started on the tool-call format; both kept in
     `out/models` for the next run) drives 6 eval tasks through the harness and the built-in
@@ -227,7 +224,7 @@ def run_demo_harness(out: Path, results: dict[str, Any]) -> bool:
     from bureau.cli.check import load_tasks
     from bureau.cli.harness_check import run_harness_check
     from bureau.harness.loop import HarnessConfig
-    from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
+    from bureau.harness.warmstart import DEFAULT_TOOLS, warm_start
     from bureau.models.checkpoint import init_checkpoint
 
     models = out / "models"
@@ -235,14 +232,11 @@ def run_demo_harness(out: Path, results: dict[str, Any]) -> bool:
     if not (base / "config.json").is_file():
         init_checkpoint("qwen3", 2, 64, base, overwrite=True)
     config = HarnessConfig(
-        tool_prefixes=DEMO_TOOLS, max_turns=6, context_length=4096, max_tokens_per_turn=96
+        tool_prefixes=list(DEFAULT_TOOLS), max_turns=6, context_length=4096, max_tokens_per_turn=96
     )
     if not (tools_model / "config.json").is_file():
         console.print("warm-starting the tiny model on the tool-call format (about 2 minutes)")
-        examples = task_examples(task_dirs(out / "train")[:24])
-        losses = warm_start(
-            base, tools_model, examples, local_tool_specs(DEMO_TOOLS), config=config, steps=120
-        )
+        losses = warm_start(base, tools_model, task_dirs(out / "train")[:24])
         console.print(f"warm start: loss {losses[0]:.2f} -> {losses[-1]:.2f}")
     run = out / "harness"
     shutil.rmtree(run, ignore_errors=True)

@@ -81,21 +81,17 @@ def model_warm_start(
     from rich.console import Console
 
     from bureau.cli.commands import task_dirs
-    from bureau.harness.loop import HarnessConfig
-    from bureau.harness.warmstart import local_tool_specs, task_examples, warm_start
+    from bureau.harness.warmstart import DEFAULT_TOOLS, warm_start
 
-    prefixes = tool_prefix or ["fs_list", "fs_read_text", "fs_write_text"]
     console = Console()
-    examples = task_examples(task_dirs(dataset)[:tasks])
     losses = warm_start(
         model,
         out,
-        examples,
-        local_tool_specs(prefixes),
+        task_dirs(dataset)[:tasks],
+        tools=tool_prefix or DEFAULT_TOOLS,
         steps=steps,
         lr=lr,
         seed=seed,
-        config=HarnessConfig(tool_prefixes=prefixes),
         log=lambda step, loss: (
             console.print(f"step {step}: loss {loss:.3f}") if step % 25 == 0 else None
         ),

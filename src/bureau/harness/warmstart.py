@@ -130,29 +130,34 @@ def fit(
     return losses
 
 
+DEFAULT_TOOLS = ("fs_list", "fs_read_text", "fs_write_text")
+"""The tools of the demonstrations; runs of a warm-started model must expose the same ones."""
+
+
 def warm_start(
     model_dir: Path,
     out: Path,
-    tasks: Sequence[tuple[str, Sequence[str]]],
-    specs: list[Message],
+    task_dirs: Sequence[Path],
     *,
-    steps: int = 150,
-    lr: float = 3e-3,
+    tools: Sequence[str] = DEFAULT_TOOLS,
+    steps: int = 120,
+    lr: float = 5e-3,
     seed: int = 0,
-    config: HarnessConfig | None = None,
     log: Callable[[int, float], None] | None = None,
 ) -> list[float]:
-    """Fit the checkpoint in `model_dir` to demonstrations on `tasks` (instruction, file names)
-    with the tools `specs`, and save it (with its tokenizer) to `out`. Returns the losses."""
+    """Fit the checkpoint in `model_dir` to one demonstration per task folder, with the MCP
+    tools named by `tools` (prefixes) in the prompt, and save it (with its tokenizer) to
+    `out`. Returns the losses."""
     from bureau.models.checkpoint import load_checkpoint
 
     model, tokenizer = load_checkpoint(model_dir, dtype="float32")
-    config = config or HarnessConfig()
+    config = HarnessConfig(tool_prefixes=list(tools))
+    specs = local_tool_specs(tools)
     renderer = Renderer(tokenizer, enable_thinking=config.enable_thinking)
     rng = random.Random(seed)
     demos = [
         demonstration(renderer, specs, instruction, script_for(files, rng), config)
-        for instruction, files in tasks
+        for instruction, files in task_examples(task_dirs)
     ]
     losses = fit(model, demos, steps=steps, lr=lr, seed=seed, log=log)
     out.mkdir(parents=True, exist_ok=True)

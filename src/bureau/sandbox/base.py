@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import subprocess
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -37,6 +37,26 @@ from typing import Literal
 from bureau.tasks.taskdir import TaskDir
 
 Phase = Literal["setup", "agent", "verifier", "solution", "full"]
+
+_PATH_VARIABLES = {
+    "BUREAU_WORKSPACE": "workspace",
+    "BUREAU_VERIFIER_DIR": "logs/verifier",
+    "BUREAU_AGENT_DIR": "logs/agent",
+    "BUREAU_TESTS_DIR": "tests",
+    "BUREAU_SOLUTION_DIR": "solution",
+}
+
+
+def path_env(where: Callable[[str], str]) -> dict[str, str]:
+    """The variables that name a sandbox's folders for scripts (solve.sh, test.sh, tools);
+    `where(folder)` is the path of `workspace`, `logs/verifier`, `logs/agent`, `tests` or
+    `solution` as the sandbox's commands see it."""
+    return {variable: where(folder) for variable, folder in _PATH_VARIABLES.items()}
+
+
+def inside_path(workdir: str) -> Callable[[str], str]:
+    """`where` for runtimes with Harbor's inside paths: the workdir, then `/logs/...` etc."""
+    return lambda folder: workdir if folder == "workspace" else f"/{folder}"
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,15 @@ from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox import cleanup
-from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox
+from bureau.sandbox.base import (
+    ExecResult,
+    Limits,
+    Phase,
+    Runtime,
+    Sandbox,
+    inside_path,
+    path_env,
+)
 from bureau.sandbox.limits import MIB
 from bureau.sandbox.process import DEFAULT_CAP_BYTES, kill_group, run_captured
 from bureau.tasks.taskdir import TaskDir
@@ -156,13 +164,7 @@ class DockerSandbox(Sandbox):
         self._stopped = False
 
     def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        env = {
-            "BUREAU_WORKSPACE": self.workdir,
-            "BUREAU_VERIFIER_DIR": "/logs/verifier",
-            "BUREAU_AGENT_DIR": "/logs/agent",
-            "BUREAU_TESTS_DIR": "/tests",
-            "BUREAU_SOLUTION_DIR": "/solution",
-        }
+        env = path_env(inside_path(self.workdir))
         env.update(extra or {})
         return env
 

@@ -42,7 +42,15 @@ from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox import cleanup, seccomp
-from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox
+from bureau.sandbox.base import (
+    ExecResult,
+    Limits,
+    Phase,
+    Runtime,
+    Sandbox,
+    inside_path,
+    path_env,
+)
 from bureau.sandbox.bwrap import (
     SYSTEM_PATH,
     check_workdir,
@@ -259,11 +267,7 @@ class LocalSandbox(Sandbox):
             "OMP_NUM_THREADS": threads,
             "OPENBLAS_NUM_THREADS": threads,
             "MKL_NUM_THREADS": threads,
-            "BUREAU_WORKSPACE": self.workdir,
-            "BUREAU_VERIFIER_DIR": "/logs/verifier",
-            "BUREAU_AGENT_DIR": "/logs/agent",
-            "BUREAU_TESTS_DIR": "/tests",
-            "BUREAU_SOLUTION_DIR": "/solution",
+            **path_env(inside_path(self.workdir)),
         }
         env.update(extra or {})
         return env

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox import cleanup
-from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox
+from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox, path_env
 from bureau.sandbox.bwrap import default_root
 from bureau.sandbox.folder import TrialFolder
 from bureau.sandbox.limits import MIB
@@ -96,12 +96,8 @@ class UnsafeSandbox(Sandbox):
             TMPDIR=tmp,
             PYTHONNOUSERSITE="1",
             PYTHONDONTWRITEBYTECODE="1",
-            BUREAU_WORKSPACE=str(self.folder.host_dir("workspace")),
-            BUREAU_VERIFIER_DIR=str(self.folder.host_dir("logs/verifier")),
-            BUREAU_AGENT_DIR=str(self.folder.host_dir("logs/agent")),
-            BUREAU_TESTS_DIR=str(self.folder.host_dir("tests")),
-            BUREAU_SOLUTION_DIR=str(self.folder.host_dir("solution")),
         )
+        env.update(path_env(lambda folder: str(self.folder.host_dir(folder))))
         env.update(extra or {})
         return env
 
