@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	  || echo "bubblewrap is missing: sandboxed trials need it (apt-get install bubblewrap)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,tools,models,train]'
+	$(PY) -m pip install -q -e '.[dev,tools,models,train,loop]'
 	touch $@
 
 demo: $(STAMP)
