@@ -13,6 +13,9 @@ contributes nothing, and the weights of the other tokens are not renormalised: t
 was fixed for the whole batch before any micro-batch ran, so masking shrinks the loss rather
 than reweighting the surviving tokens.
 
+`sft_loss`, the masked negative log-likelihood, has the same form and contract, so
+demonstrations (a warm start, a scripted-agent bootstrap) train through the same trainer.
+
 Shape legend: T tokens of the micro-batch (all tensors of `PolicyLossInputs`), S sequences of
 the micro-batch. Every loss minimises the negative of the objective in its paper.
 """
@@ -116,10 +119,20 @@ class DPPOTVLossConfig(_PolicyLossConfig):
     """Mask only moves in the advantage's direction (the paper's rule) instead of any move."""
 
 
+class SFTLossConfig(BaseModel):
+    """Supervised fine-tuning: the masked negative log-likelihood of the trained tokens."""
+
+    model_config = _CONFIG
+
+    kind: Literal["sft"] = "sft"
+    """Selects this loss."""
+
+
 PolicyLossConfig = Annotated[
-    PPOLossConfig | DecoupledPPOLossConfig | DPPOTVLossConfig, Field(discriminator="kind")
+    PPOLossConfig | DecoupledPPOLossConfig | DPPOTVLossConfig | SFTLossConfig,
+    Field(discriminator="kind"),
 ]
-"""Any of the policy losses, told apart by `kind`."""
+"""Any of the losses, told apart by `kind`."""
 
 
 @dataclass
@@ -376,8 +389,38 @@ def dppo_tv_loss(
     return _finish(inputs, config, -inputs.advantages * ratio_T, keep_T, metrics)
 
 
-def make_loss_fn(config: PPOLossConfig | DecoupledPPOLossConfig | DPPOTVLossConfig) -> LossFn:
-    """The configured policy loss as a `LossFn` of the micro-batch's inputs alone."""
+def sft_loss(
+    inputs: PolicyLossInputs, config: SFTLossConfig
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Masked token negative log-likelihood (behaviour cloning of the trained tokens).
+
+    loss = -sum_t w_t * m_t * log pi_theta(a_t), with m_t the loss mask and w_t the batch-wide
+    reduction weight (`token_mean`: 1 / trained tokens of the batch, the usual SFT average).
+    Advantages and the sampler's logprobs are not used: every trained token is a target.
+
+    Metrics: `nll` (mean -log pi_theta over trained tokens) and `entropy` when given.
+    """
+    action_T = inputs.loss_mask != 0
+    logprobs_T = torch.where(action_T, inputs.logprobs, torch.zeros_like(inputs.logprobs))
+    loss = -(inputs.loss_weights * logprobs_T).sum()
+    metrics = mean_metric("nll", -logprobs_T, action_T)
+    if inputs.entropy is not None:
+        metrics |= mean_metric("entropy", inputs.entropy, action_T)
+    metrics["policy_loss_sum"] = loss.detach()
+    return loss, metrics
+
+
+def make_loss_fn(
+    config: PPOLossConfig | DecoupledPPOLossConfig | DPPOTVLossConfig | SFTLossConfig,
+) -> LossFn:
+    """The configured loss as a `LossFn` of the micro-batch's inputs alone."""
+    if isinstance(config, SFTLossConfig):
+        sft_config = config
+
+        def sft(inputs: PolicyLossInputs) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            return sft_loss(inputs, sft_config)
+
+        return sft
     if isinstance(config, PPOLossConfig):
         ppo_config = config
 
