@@ -1,0 +1,383 @@
+"""The controller: generation and training joined by a buffer, with bounded staleness.
+
+Two coroutines share one event loop. The *producer* starts a group (all attempts of one task)
+whenever the admission rule allows it and a trajectory slot is free, and puts the group into the
+buffer once every attempt is back. The *consumer* waits for B groups, checks each one's
+staleness (drop or keep), turns them into a batch (group-relative advantages, loss weights), has
+the trainer take one optimizer step, pushes the new weights into the engines, and only then
+raises the version the producer admits against. Synchronous RL is the same code with
+max_staleness 0: admission then stops while the trainer works, so the engines sit idle.
+
+A trajectory whose worker died runs again (`WorkerLost`, counted); every other failure comes back
+as a rollout with a system error, which the advantage estimator masks. Checkpoints hold the
+trainer's state and the task stream's; groups in flight or in the buffer when the run stops are
+not saved but run again, first, on resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bureau.algo.advantages import AdvantageConfig
+from bureau.algo.reductions import ReductionConfig
+from bureau.loop.buffer import Activity, Group, GroupBuffer
+from bureau.loop.data import TaskStream, group_id
+from bureau.loop.ports import MetricsSink, TrainerPort, WeightPort
+from bureau.loop.rollout import Rollout, RolloutBackend, RolloutRequest, TaskRef, WorkerLost
+from bureau.loop.staleness import Admission, group_staleness
+from bureau.loop.stats import eval_metrics, rollout_metrics
+
+log = logging.getLogger(__name__)
+
+LOOP_STATE = "loop_state.json"
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The controller's share of the run config."""
+
+    steps: int
+    groups_per_step: int
+    attempts: int
+    max_in_flight: int
+    max_staleness: int
+    stale_policy: str = "drop"
+    seed: int = 0
+    checkpoint_every: int = 10
+    eval_every: int | None = None
+    eval_at_start: bool = False
+    eval_at_end: bool = False
+    eval_attempts: int = 1
+    eval_temperature: float | None = None
+    repair_every_s: float = 5.0
+
+
+class Controller:
+    """Runs the loop to `settings.steps`; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: LoopSettings,
+        *,
+        stream: TaskStream,
+        rollout: RolloutBackend,
+        trainer: TrainerPort,
+        weights: WeightPort,
+        advantages: AdvantageConfig,
+        reduction: ReductionConfig,
+        sink: MetricsSink,
+        checkpoint_dir: Path,
+        eval_tasks: Sequence[TaskRef] = (),
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+        on_eval: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stream = stream
+        self.rollout = rollout
+        self.trainer = trainer
+        self.weights = weights
+        self.advantages = advantages
+        self.reduction = reduction
+        self.sink = sink
+        self.checkpoint_dir = checkpoint_dir
+        self.eval_tasks = list(eval_tasks)
+        self.on_step = on_step
+        self.on_eval = on_eval
+        self.version = 0
+        self.admission = Admission(settings.groups_per_step, settings.max_staleness)
+        self.buffer = GroupBuffer()
+        self.activity = Activity(settings.max_in_flight)
+        self.slots = asyncio.Semaphore(settings.max_in_flight)
+        self.stop_requested = asyncio.Event()
+        self.evals: list[dict[str, Any]] = []
+        self._wake = asyncio.Event()
+        self._counters: Counter[str] = Counter()
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._last_checkpoint = -1
+
+    # -- public ---------------------------------------------------------------------------
+
+    async def run(self) -> list[dict[str, Any]]:
+        """Resume if a checkpoint exists, run to `steps`, checkpoint; returns step metrics."""
+        await self._resume()
+        history: list[dict[str, Any]] = []
+        if self.settings.eval_at_start and self.eval_tasks and self.version == 0:
+            await self._evaluate("start")
+        producer = asyncio.create_task(self._produce(), name="bureau-producer")
+        repair = asyncio.create_task(self._repair(), name="bureau-weight-repair")
+        try:
+            history = await self._consume()
+        finally:
+            for task in (producer, repair, *self._inflight):
+                task.cancel()
+            await asyncio.gather(producer, repair, *self._inflight, return_exceptions=True)
+        if self.version != self._last_checkpoint:
+            await self._checkpoint()
+        if self.settings.eval_at_end and self.eval_tasks and not self.stop_requested.is_set():
+            await self._evaluate("end")
+        return history
+
+    def request_stop(self) -> None:
+        """Finish the current step, checkpoint and return (Ctrl-C)."""
+        self.stop_requested.set()
+        self._wake.set()
+
+    # -- generation -----------------------------------------------------------------------
+
+    def _can_start(self) -> bool:
+        free = self.settings.max_in_flight - self.activity.running
+        return free > 0 and self.admission.capacity(self.version) > 0
+
+    async def _produce(self) -> None:
+        while not self.stop_requested.is_set():
+            while not self._can_start():
+                self._wake.clear()
+                await self._wake.wait()
+                if self.stop_requested.is_set():
+                    return
+            position, task = self.stream.next()
+            self.admission.start()
+            job = asyncio.create_task(self._run_group(position, task))
+            self._inflight.add(job)
+            job.add_done_callback(self._inflight.discard)
+            await asyncio.sleep(0)
+
+    async def _run_group(self, position: int, task: TaskRef) -> None:
+        gid = group_id(position, task)
+        requests = [
+            RolloutRequest(
+                task=task,
+                group_id=gid,
+                attempt=a,
+                seed=(self.settings.seed * 1_000_003 + position) * 64 + a,
+            )
+            for a in range(self.settings.attempts)
+        ]
+        try:
+            rollouts = await asyncio.gather(*(self._run_attempt(r) for r in requests))
+        except BaseException:
+            self.admission.finish(accepted=False)
+            raise
+        self.admission.finish(accepted=True)
+        await self.buffer.put(Group(position, gid, task, list(rollouts)))
+        self._wake.set()
+
+    async def _run_attempt(self, request: RolloutRequest) -> Rollout:
+        requeued = 0
+        async with self.slots:
+            self.activity.change(+1)
+            self._wake.set()
+            try:
+                while True:
+                    try:
+                        result = await self.rollout.rollout(request)
+                    except WorkerLost as exc:
+                        requeued += 1
+                        self._counters["rollout/requeued"] += 1
+                        log.warning("worker lost on %s: %s; running it again", request, exc)
+                        await asyncio.sleep(min(2.0, 0.2 * requeued))
+                        continue
+                    result.requeued = requeued
+                    return result
+            finally:
+                self.activity.change(-1)
+                self._wake.set()
+
+    # -- training -------------------------------------------------------------------------
+
+    async def _take_batch(self) -> tuple[list[Group], float]:
+        """B groups within the staleness bound (or kept past it); seconds waited."""
+        taken: list[Group] = []
+        waited = 0.0
+        while len(taken) < self.settings.groups_per_step:
+            started = time.perf_counter()
+            await self.buffer.wait_for(1)
+            waited += time.perf_counter() - started
+            group = self.buffer.take()
+            staleness = group_staleness(group.weight_versions, self.version)
+            if staleness > self.settings.max_staleness:
+                if self.settings.stale_policy == "drop":
+                    self._counters["buffer/dropped_stale"] += 1
+                    self._finish_groups([group], trained=False)
+                    continue
+                self._counters["buffer/kept_stale"] += 1
+            taken.append(group)
+        return taken, waited
+
+    def _finish_groups(self, groups: Sequence[Group], *, trained: bool) -> None:
+        for group in groups:
+            self.stream.done(group.position)
+        if not trained:
+            self.admission.release(len(groups))
+            self._wake.set()
+
+    async def _consume(self) -> list[dict[str, Any]]:
+        from bureau.trainer.data import records_to_batch
+
+        history: list[dict[str, Any]] = []
+        last = time.perf_counter()
+        wait_total = 0.0
+        self.activity.window()
+        while self.version < self.settings.steps and not self.stop_requested.is_set():
+            stop = asyncio.create_task(self.stop_requested.wait())
+            take = asyncio.create_task(self._take_batch())
+            await asyncio.wait({stop, take}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not take.done():
+                take.cancel()
+                break
+            groups, waited = take.result()
+            wait_total += waited
+            records = [r.record for g in groups for r in g.rollouts]
+            made = records_to_batch(records, self.advantages, self.reduction)
+            if made.batch is None:
+                self._counters["data/groups_without_signal"] += len(groups)
+                self._finish_groups(groups, trained=False)
+                continue
+            busy_started = time.perf_counter()
+            metrics = await self.trainer.step(made.batch)
+            busy = time.perf_counter() - busy_started
+            sync = await self.weights.publish(self.version + 1)
+            self.version += 1
+            self._finish_groups(groups, trained=True)
+            self._wake.set()
+            now = time.perf_counter()
+            metrics |= self._step_metrics(groups, made.excluded, now - last, wait_total, busy, sync)
+            last, wait_total = now, 0.0
+            self.sink.log(self.version, metrics)
+            history.append(metrics)
+            if self.on_step is not None:
+                self.on_step(metrics)
+            if self.version % self.settings.checkpoint_every == 0:
+                await self._checkpoint()
+            every = self.settings.eval_every
+            if every and self.eval_tasks and self.version % every == 0:
+                await self._evaluate(f"step {self.version}")
+        return history
+
+    def _step_metrics(
+        self,
+        groups: Sequence[Group],
+        excluded: dict[str, int],
+        span: float,
+        waited: float,
+        busy: float,
+        sync: dict[str, float],
+    ) -> dict[str, Any]:
+        rollouts = [r for g in groups for r in g.rollouts]
+        gen_s, idle_s, busy_slot_s = self.activity.window()
+        sync_s = float(sync.get("weights/sync_s", 0.0))
+        staleness = [group_staleness(g.weight_versions, self.version - 1) for g in groups]
+        metrics: dict[str, Any] = {
+            "step": self.version,
+            "time/step_s": span,
+            "time/trainer_busy_s": busy,
+            "time/trainer_wait_s": waited,
+            "perf/trainer_wait_ratio": waited / span if span > 0 else 0.0,
+            "perf/gen_idle_ratio": idle_s / gen_s if gen_s > 0 else 0.0,
+            "perf/gen_slot_utilization": busy_slot_s / (gen_s * self.activity.slots)
+            if gen_s > 0
+            else 0.0,
+            "perf/sampled_tokens_per_s": sum(r.record.num_sampled_tokens for r in rollouts) / span
+            if span > 0
+            else 0.0,
+            "weights/sync_share": sync_s / span if span > 0 else 0.0,
+            "staleness/group_max": max(staleness, default=0),
+            "buffer/size": len(self.buffer),
+            "buffer/running_groups": self.admission.running,
+            "data/group_ids": [g.group_id for g in groups],
+            "data/next_position": self.stream.next_position,
+        }
+        metrics |= sync
+        metrics |= rollout_metrics(rollouts, "rollout")
+        metrics |= {f"data/excluded_{k}": v for k, v in excluded.items()}
+        metrics |= dict(self._counters)
+        return metrics
+
+    # -- evaluation -----------------------------------------------------------------------
+
+    async def _evaluate(self, label: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        requests = [
+            RolloutRequest(
+                task=task,
+                group_id=f"eval/{task.name}",
+                attempt=a,
+                seed=(index * 64 + a) * 7919 + 17,
+                purpose="eval",
+                temperature=self.settings.eval_temperature,
+            )
+            for index, task in enumerate(self.eval_tasks)
+            for a in range(self.settings.eval_attempts)
+        ]
+        rollouts = await asyncio.gather(*(self._run_attempt(r) for r in requests))
+        result = eval_metrics(list(rollouts), seed=self.settings.seed)
+        result |= {"label": label, "version": self.version}
+        result["time_s"] = time.perf_counter() - started
+        self.evals.append(result)
+        self.sink.log(self.version, {f"eval/{k}": v for k, v in result.items() if _scalar(v)})
+        if self.on_eval is not None:
+            self.on_eval(result)
+        return result
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    async def _checkpoint(self) -> None:
+        state = {
+            "version": self.version,
+            "stream": self.stream.state(),
+            "counters": dict(self._counters),
+        }
+        await self.trainer.save(self.checkpoint_dir, state)
+        self._last_checkpoint = self.version
+
+    async def _resume(self) -> None:
+        if not (self.checkpoint_dir / LOOP_STATE).is_file():
+            self.version = await self.trainer.version()
+            return
+        state = await self.trainer.load(self.checkpoint_dir)
+        self.version = int(state["version"])
+        self.stream.load_state(state["stream"])
+        self._counters.update(state.get("counters", {}))
+        # Every group trained so far took one step's share of the admission budget.
+        self.admission.accepted = self.version * self.settings.groups_per_step
+        self._last_checkpoint = self.version
+        if self.version > 0:
+            await self.weights.publish(self.version)
+
+    async def _repair(self) -> None:
+        """Engines restarted by Ray come back with the initial weights: push the current ones."""
+        while True:
+            await asyncio.sleep(self.settings.repair_every_s)
+            try:
+                fixed = await self.weights.repair(self.version)
+            except Exception as exc:  # an engine still restarting; try again next round
+                log.warning("weight repair failed: %s", exc)
+                continue
+            if fixed:
+                self._counters["engines/weights_repaired"] += fixed
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, int | float | str | bool)
+
+
+def write_loop_state(path: Path, state: dict[str, Any]) -> None:
+    """The loop's state beside a trainer checkpoint (the trainer port writes it)."""
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / (LOOP_STATE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=1) + "\n")
+    tmp.replace(path / LOOP_STATE)
+
+
+def read_loop_state(path: Path) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads((path / LOOP_STATE).read_text())
+    return result

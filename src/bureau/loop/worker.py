@@ -1,0 +1,247 @@
+"""A rollout worker: runs trials (sandbox, tool servers, harness episode, verifier) on request.
+
+The worker owns a sandbox runtime, a warm pool of sandboxes whose tool servers are already up,
+and a sampler over the engines (a router when there are several). `rollout()` runs one trial
+and joins the verifier's reward and pass flag to the harness's record. It never raises for a
+failed trial: the failure comes back as a rollout whose record carries the system error, so
+one broken trajectory affects no other. `LocalRollout` runs a worker in the caller's event loop;
+the Ray actor in `bureau.loop.actors` wraps the same class in its own process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from bureau.harness.loop import HarnessConfig
+from bureau.loop.config import ToolLatencyConfig
+from bureau.loop.rollout import Rollout, RolloutRequest
+from bureau.records import TrajectoryRecord
+
+if TYPE_CHECKING:
+    from bureau.harness.render import Renderer
+    from bureau.inference.client import EngineClient, Sampler
+    from bureau.sandbox.base import Runtime
+    from bureau.trials.agents import AgentContext, AgentResult
+    from bureau.trials.mcp_link import ToolLink
+    from bureau.trials.pool import WarmPool
+    from bureau.trials.result import TrialResult
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker process needs to build itself (picklable, for Ray)."""
+
+    name: str
+    model_dir: str
+    """Tokenizer source (the policy's checkpoint folder)."""
+    served_model: str
+    engine_urls: tuple[str, ...]
+    harness: HarnessConfig
+    trials_dir: str
+    isolation: str = "bwrap"
+    agent_timeout_s: float | None = None
+    warm_sandboxes: int = 2
+    tool_latency: ToolLatencyConfig | None = None
+    keep_trials: bool = True
+
+
+class LatencyLink:
+    """A tool link that waits a lognormal delay before each call (simulated remote tools).
+
+    ln(delay) ~ N(ln p50, sigma) with sigma = ln(p99/p50) / z99, so the median is `p50_s` and the
+    99th percentile is `p99_over_p50` times it.
+    """
+
+    Z99 = 2.3263478740408408
+
+    def __init__(self, link: ToolLink, config: ToolLatencyConfig, seed: int) -> None:
+        self._link = link
+        self._mu = math.log(config.p50_s)
+        self._sigma = math.log(config.p99_over_p50) / self.Z99
+        self._rng = random.Random(seed)
+        self.tools = link.tools
+        self.injected_s = 0.0
+
+    def draw(self) -> float:
+        return self._rng.lognormvariate(self._mu, self._sigma)
+
+    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        delay = self.draw()
+        self.injected_s += delay
+        await asyncio.sleep(delay)
+        return await self._link.call(name, arguments, timeout_s)
+
+
+def _agent_class() -> type:
+    from bureau.harness.agent import HarnessAgent
+
+    class LoopAgent(HarnessAgent):
+        """The harness agent, with the tool link optionally behind injected latency."""
+
+        tool_latency: ToolLatencyConfig | None = None
+        latency_seed: int = 0
+
+        async def run(self, ctx: AgentContext) -> AgentResult:
+            if self.tool_latency is not None and ctx.tools is not None:
+                link = LatencyLink(ctx.tools, self.tool_latency, self.latency_seed)
+                # Duck-typed: the agent only uses `tools` and `call` of the link.
+                ctx = replace(ctx, tools=cast("ToolLink", link))
+            return await super().run(ctx)
+
+    return LoopAgent
+
+
+class RolloutWorker:
+    """Runs trials for the loop; build with `start()`, release with `close()`."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.runtime: Runtime | None = None
+        self.pool: WarmPool | None = None
+        self.sampler: Sampler | None = None
+        self.clients: list[EngineClient] = []
+        self.renderer: Renderer | None = None
+        self._agent_cls = _agent_class()
+
+    async def start(self) -> RolloutWorker:
+        from transformers import AutoTokenizer
+
+        from bureau.harness.render import Renderer
+        from bureau.inference.client import EngineClient
+        from bureau.inference.router import Router
+        from bureau.sandbox import get_runtime
+        from bureau.trials.pool import WarmPool
+
+        loop = asyncio.get_running_loop()
+        # Sandbox calls block in threads; the default executor would serialize them.
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=32))
+        tokenizer = AutoTokenizer.from_pretrained(self.spec.model_dir, local_files_only=True)
+        self.renderer = Renderer(tokenizer, enable_thinking=self.spec.harness.enable_thinking)
+        self.runtime = get_runtime("local", isolation=self.spec.isolation)
+        trials = Path(self.spec.trials_dir)
+        trials.mkdir(parents=True, exist_ok=True)
+        if self.spec.warm_sandboxes:
+            self.pool = WarmPool(self.runtime, trials / ".pool", size=self.spec.warm_sandboxes)
+        self.clients = [EngineClient(url, self.spec.served_model) for url in self.spec.engine_urls]
+        self.sampler = self.clients[0] if len(self.clients) == 1 else Router(self.clients)
+        return self
+
+    def _agent(self, request: RolloutRequest) -> Any:
+        assert self.sampler is not None and self.renderer is not None
+        update: dict[str, Any] = {"seed": request.seed}
+        if request.temperature is not None:
+            update["temperature"] = request.temperature
+        agent = self._agent_cls(
+            self.sampler,
+            self.renderer,
+            self.spec.harness.model_copy(update=update),
+            self.spec.served_model,
+        )
+        agent.tool_latency = self.spec.tool_latency
+        agent.latency_seed = request.seed
+        return agent
+
+    async def rollout(self, request: RolloutRequest) -> Rollout:
+        from bureau.tasks.taskdir import load_task_dir
+        from bureau.trials.trial import TrialConfig, run_trial
+
+        assert self.runtime is not None, "start() the worker first"
+        started = time.perf_counter()
+        trials_dir = Path(self.spec.trials_dir) / request.purpose
+        task = load_task_dir(request.task.path)
+        config = TrialConfig(max_agent_timeout_s=self.spec.agent_timeout_s)
+        result = await run_trial(
+            task, self._agent(request), self.runtime, trials_dir, config, pool=self.pool
+        )
+        record = join_record(result, trials_dir / result.trial_name, request)
+        if not self.spec.keep_trials:
+            import shutil
+
+            shutil.rmtree(trials_dir / result.trial_name, ignore_errors=True)
+        return Rollout(
+            request=request,
+            record=record,
+            passed=passed_flag(result),
+            trial_status=result.status,
+            wall_s=time.perf_counter() - started,
+            worker=self.spec.name,
+        )
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+        if self.pool is not None:
+            await self.pool.close()
+        if self.runtime is not None:
+            self.runtime.close()
+
+
+def passed_flag(result: TrialResult) -> bool | None:
+    """Every criterion passed: the verifier's `pass` value, else reward 1.0 (plain Harbor tasks
+    with only a reward). None when the trial has no reward."""
+    if result.system_error or result.reward is None:
+        return None
+    values = (result.verifier_result or {}).get("rewards") or {}
+    if "pass" in values:
+        return bool(values["pass"])
+    return result.reward >= 1.0
+
+
+def join_record(result: TrialResult, trial_dir: Path, request: RolloutRequest) -> TrajectoryRecord:
+    """The agent's record with the verifier's outcome; an empty record when the trial failed
+    before the agent left one (it still carries the system error, so its group is masked)."""
+    from bureau.harness.agent import load_record
+
+    record = load_record(trial_dir)
+    if record is None:
+        record = empty_record(request, result.status)
+    record.trial_name = result.trial_name
+    record.trial_status = result.status
+    record.group_id = request.group_id
+    record.reward = None if result.system_error else result.reward
+    if result.system_error and record.system_error is None:
+        message = result.exception_info.exception_message if result.exception_info else ""
+        record.system_error = f"{result.status}: {message}"
+    return record
+
+
+def empty_record(request: RolloutRequest, status: str) -> TrajectoryRecord:
+    return TrajectoryRecord(
+        trajectory_id=f"{request.group_id}#{request.attempt}",
+        task_name=request.task.name,
+        model="",
+        prompt_ids=[],
+        token_ids=[],
+        loss_mask=[],
+        sampler_logprobs=[],
+        weight_versions=[],
+        messages=[],
+        tools=[],
+        turns=[],
+        tool_calls=[],
+        stop_reason="system_error",
+        llm_time_s=0.0,
+        tool_time_s=0.0,
+        total_time_s=0.0,
+        trial_status=status,
+    )
+
+
+class LocalRollout:
+    """`RolloutBackend` on one worker in this process (tests, `bureau eval`, laptops)."""
+
+    def __init__(self, worker: RolloutWorker) -> None:
+        self.worker = worker
+
+    async def rollout(self, request: RolloutRequest) -> Rollout:
+        return await self.worker.rollout(request)
+
+    async def close(self) -> None:
+        await self.worker.close()

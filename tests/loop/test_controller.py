@@ -1,0 +1,263 @@
+"""The controller with fakes: admission, staleness, sync vs async, re-queues, resume.
+
+The fake engine labels every sampled token with the version of the weights it holds; the fake
+trainer records which groups each step trained on. No Ray, no model, no sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bureau.algo.advantages import AdvantageConfig
+from bureau.algo.reductions import ReductionConfig
+from bureau.loop.controller import Controller, LoopSettings, read_loop_state, write_loop_state
+from bureau.loop.data import TaskStream
+from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
+from bureau.loop.staleness import Admission, group_staleness
+from bureau.loop.worker import empty_record
+from bureau.records import TrainBatch
+
+TASKS = [
+    TaskRef(name=f"t{i}", path=f"/tasks/t{i}", domain=("law", "banking")[i % 2]) for i in range(7)
+]
+
+
+class FakeEngine:
+    def __init__(self) -> None:
+        self.version = 0
+        self.busy = 0
+        self.busy_during_step: list[int] = []
+
+
+class FakeRollout:
+    """Two sampled turns per trajectory; the second waits a random time, so versions can mix."""
+
+    def __init__(self, engine: FakeEngine, *, lose: set[tuple[str, int]] | None = None) -> None:
+        self.engine = engine
+        self.lose = set(lose or ())
+        self.calls: list[RolloutRequest] = []
+        self.rng = random.Random(0)
+
+    async def rollout(self, request: RolloutRequest) -> Rollout:
+        self.calls.append(request)
+        key = (request.group_id, request.attempt)
+        self.engine.busy += 1
+        try:
+            first = self.engine.version
+            await asyncio.sleep(self.rng.uniform(0.001, 0.02))
+            if key in self.lose:
+                self.lose.discard(key)
+                raise WorkerLost("killed")
+            second = self.engine.version
+        finally:
+            self.engine.busy -= 1
+        record = empty_record(request, "completed")
+        record.token_ids = [1, 2, 3, 4, 5]
+        record.loss_mask = [0, 1, 1, 0, 1]
+        record.sampler_logprobs = [0.0, -1.0, -1.0, 0.0, -1.0]
+        record.weight_versions = [-1, first, first, -1, second]
+        record.stop_reason = "answered"
+        record.reward = float(request.attempt % 2)  # half the group passes: signal
+        return Rollout(request=request, record=record, passed=bool(record.reward))
+
+    async def close(self) -> None:
+        pass
+
+
+class FakeTrainer:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+        self.steps = 0
+        self.trained: list[list[int]] = []  # per step: versions of its tokens
+
+    async def step(self, batch: TrainBatch) -> dict[str, Any]:
+        self.engine.busy_during_step.append(self.engine.busy)
+        await asyncio.sleep(0.005)
+        self.engine.busy_during_step.append(self.engine.busy)
+        self.trained.append([v for row in batch.weight_versions or [] for v in row if v >= 0])
+        self.steps += 1
+        return {"train/loss": 0.0}
+
+    async def version(self) -> int:
+        return self.steps
+
+    async def save(self, path: Path, loop_state: dict[str, Any]) -> None:
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "fake_trainer.json").write_text(json.dumps({"steps": self.steps}))
+        write_loop_state(path, loop_state)
+
+    async def load(self, path: Path) -> dict[str, Any]:
+        self.steps = json.loads((path / "fake_trainer.json").read_text())["steps"]
+        self.engine.version = self.steps
+        return read_loop_state(path)
+
+    async def export(self, out: Path) -> Path:
+        return out
+
+    async def close(self) -> None:
+        pass
+
+
+class FakeWeights:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+        self.pushed: list[int] = []
+
+    async def publish(self, version: int) -> dict[str, float]:
+        self.engine.version = version
+        self.pushed.append(version)
+        return {"weights/sync_s": 0.0}
+
+    async def repair(self, version: int) -> int:
+        return 0
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, dict[str, Any]]] = []
+
+    def log(self, step: int, metrics: dict[str, Any]) -> None:
+        self.rows.append((step, metrics))
+
+    def close(self) -> None:
+        pass
+
+
+def make(
+    tmp_path: Path,
+    *,
+    steps: int,
+    staleness: int,
+    lose: set[tuple[str, int]] | None = None,
+    **kw: Any,
+) -> tuple[Controller, FakeEngine, FakeRollout, FakeTrainer, ListSink]:
+    engine = FakeEngine()
+    rollout = FakeRollout(engine, lose=lose)
+    trainer = FakeTrainer(engine)
+    sink = ListSink()
+    settings = LoopSettings(
+        steps=steps,
+        groups_per_step=2,
+        attempts=2,
+        max_in_flight=kw.pop("max_in_flight", 6),
+        max_staleness=staleness,
+        checkpoint_every=kw.pop("checkpoint_every", 100),
+        repair_every_s=60,
+        **kw,
+    )
+    controller = Controller(
+        settings,
+        stream=TaskStream(TASKS, seed=3),
+        rollout=rollout,
+        trainer=trainer,
+        weights=FakeWeights(engine),
+        advantages=AdvantageConfig(),
+        reduction=ReductionConfig(),
+        sink=sink,
+        checkpoint_dir=tmp_path / "checkpoint",
+    )
+    return controller, engine, rollout, trainer, sink
+
+
+def test_admission_rule_counts_by_hand() -> None:
+    admission = Admission(groups_per_step=4, max_staleness=1)
+    assert admission.capacity(version=0) == 8  # (1 + 0 + 1) * 4 - 0
+    for _ in range(5):
+        admission.start()
+    assert admission.capacity(0) == 3
+    admission.finish()
+    admission.finish(accepted=False)
+    assert (admission.accepted, admission.running) == (1, 3)
+    assert admission.capacity(0) == 4
+    assert admission.capacity(2) == 12  # (1 + 2 + 1) * 4 - 4
+    admission.release()
+    assert admission.capacity(0) == 5
+
+
+def test_group_staleness_takes_the_oldest_sampled_token() -> None:
+    assert group_staleness([[-1, 3, 4], [-1, 5]], trainer_version=5) == 2
+    assert group_staleness([[-1, -1]], trainer_version=5) == 0
+
+
+def test_async_loop_trains_each_group_once_within_the_bound(tmp_path: Path) -> None:
+    controller, _engine, _rollout, trainer, sink = make(tmp_path, steps=6, staleness=1)
+    history = asyncio.run(controller.run())
+    assert len(history) == 6 and trainer.steps == 6
+    ids = [gid for m in history for gid in m["data/group_ids"]]
+    assert len(ids) == len(set(ids)) == 12
+    for step, versions in enumerate(trainer.trained):
+        assert versions and step - min(versions) <= 1  # dropped past the bound, never trained
+    last = history[-1]
+    for key in (
+        "perf/trainer_wait_ratio",
+        "perf/gen_idle_ratio",
+        "weights/sync_s",
+        "staleness/group_max",
+        "rollout/pass_at_1",
+        "rollout/pass_at_1/law",
+        "rollout/stop_reason/answered",
+    ):
+        assert key in last, key
+    assert last["rollout/pass_at_1"] == pytest.approx(0.5)
+    assert [s for s, _ in sink.rows] == [1, 2, 3, 4, 5, 6]
+
+
+def test_sync_mode_keeps_engines_idle_while_training(tmp_path: Path) -> None:
+    controller, engine, _rollout, trainer, _sink = make(tmp_path, steps=4, staleness=0)
+    asyncio.run(controller.run())
+    assert engine.busy_during_step and max(engine.busy_during_step) == 0
+    for step, versions in enumerate(trainer.trained):
+        assert set(versions) == {step}  # on-policy: every token from the current weights
+
+
+def test_a_lost_worker_runs_the_attempt_again(tmp_path: Path) -> None:
+    lose = {("g000000/" + TaskStream(TASKS, seed=3).task_at(0).name, 1)}
+    controller, _engine, rollout, _trainer, _sink = make(
+        tmp_path, steps=30, staleness=50, lose=lose
+    )
+    history = asyncio.run(controller.run())
+    assert history[-1]["rollout/requeued"] == 1
+    trained = {gid for m in history for gid in m["data/group_ids"]}
+    assert next(iter(lose))[0] in trained
+    first = [r for r in rollout.calls if r.group_id.startswith("g000000/") and r.attempt == 1]
+    assert len(first) == 2  # lost once, then run again
+
+
+def test_resume_neither_repeats_nor_skips_a_group(tmp_path: Path) -> None:
+    controller, *_ = make(tmp_path, steps=3, staleness=1, checkpoint_every=1)
+    first = asyncio.run(controller.run())
+    state = read_loop_state(tmp_path / "checkpoint")
+    assert state["version"] == 3
+    controller, _engine, _rollout, trainer, _sink = make(
+        tmp_path, steps=6, staleness=1, checkpoint_every=1
+    )
+    second = asyncio.run(controller.run())
+    assert trainer.steps == 6 and [m["step"] for m in second] == [4, 5, 6]
+    ids = [gid for m in first + second for gid in m["data/group_ids"]]
+    assert len(ids) == len(set(ids))
+    # Every position handed out before the highest trained one was trained or is pending.
+    positions = sorted(int(g.split("/", 1)[0][1:]) for g in ids)
+    pending = set(read_loop_state(tmp_path / "checkpoint")["stream"]["pending"])
+    assert set(range(positions[-1] + 1)) <= set(positions) | pending
+
+
+def test_stop_request_checkpoints_and_returns(tmp_path: Path) -> None:
+    controller, *_ = make(tmp_path, steps=50, staleness=1, checkpoint_every=100)
+
+    async def main() -> list[dict[str, Any]]:
+        def stop_after_two(metrics: dict[str, Any]) -> None:
+            if metrics["step"] == 2:
+                controller.request_stop()
+
+        controller.on_step = stop_after_two
+        return await controller.run()
+
+    history = asyncio.run(main())
+    assert len(history) == 2
+    assert read_loop_state(tmp_path / "checkpoint")["version"] == 2
