@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bureau.harness.trajectory import ToolCallRecord, TrajectoryRecord, TurnRecord
+from bureau.records import ToolCallRecord, TrajectoryRecord, TurnRecord
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.
 TINY_SHAPE = {"layers": 2, "hidden": 64, "heads": 2, "kv_heads": 1}

@@ -19,7 +19,7 @@ from bureau.algo.advantages import (
     grpo_advantages,
     rloo_advantages,
 )
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.records import TrajectoryRecord
 
 
 def _t(values: list[float]) -> torch.Tensor:

@@ -11,7 +11,7 @@ from harness_fakes import IM_END, FakeTools, ScriptedSampler
 from bureau.audit.tito import audit, check_tokens, naive_drifts
 from bureau.harness.loop import Episode, HarnessConfig
 from bureau.harness.render import Renderer
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.records import TrajectoryRecord
 
 LIST_CALL = '<tool_call>\n{"name": "fs_list", "arguments": {"path": "."}}\n</tool_call>'
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from bureau.harness.export import read_parquet, to_atif, write_parquet
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.harness.export import to_atif
+from bureau.records import TrajectoryRecord, read_parquet, write_parquet
 
 
 def test_parquet_round_trip_is_exact(

@@ -8,7 +8,7 @@ import pytest
 
 from bureau.harness.parse import parse_assistant
 from bureau.harness.render import Renderer
-from bureau.harness.trajectory import TokenState
+from bureau.harness.state import TokenState
 
 IM_START, IM_END, NL, USER, ASSISTANT = 151644, 151645, 198, 872, 77091
 TOOL_RESPONSE, END_TOOL_RESPONSE = 151665, 151666

@@ -53,7 +53,7 @@ def run_and_audit(dataset: Path, model: Path, out: Path, *engine: str) -> dict[s
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "no system errors" in done.stdout
 
-    from bureau.harness.export import read_parquet
+    from bureau.records import read_parquet
 
     records = read_parquet(out / "trajectories.parquet")
     assert len(records) == 6

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from harbor_venv import ensure_harbor_venv, find_python312
 
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.records import TrajectoryRecord
 
 pytestmark = [
     pytest.mark.harbor,

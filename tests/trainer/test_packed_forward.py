@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from bureau.models.logprobs import token_logprobs  # noqa: E402
-from bureau.trainer.batch import TrainBatch  # noqa: E402
+from bureau.records import TrainBatch  # noqa: E402
 from bureau.trainer.forward import build_micro_batch, micro_batch_logprobs  # noqa: E402
 from bureau.trainer.packing import MicroBatchPlan  # noqa: E402
 

@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
 from bureau.cli.main import app
-from bureau.harness.export import write_parquet
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.records import TrajectoryRecord, write_parquet
 from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
 from bureau.trainer.synthetic import synthetic_records
 

@@ -14,13 +14,8 @@ pytest.importorskip("transformers")
 
 from bureau.algo.inputs import PolicyLossInputs  # noqa: E402
 from bureau.models.logprobs import token_logprobs  # noqa: E402
-from bureau.trainer import (  # noqa: E402
-    OptimizerConfig,
-    PackingConfig,
-    TrainBatch,
-    Trainer,
-    TrainerConfig,
-)
+from bureau.records import TrainBatch  # noqa: E402
+from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfig  # noqa: E402
 from bureau.trainer.synthetic import reinforce_loss, synthetic_batch  # noqa: E402
 
 LENGTHS = [30, 5, 17, 60, 9, 40, 3, 22]

@@ -24,7 +24,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from bureau.harness.trajectory import TrajectoryRecord
+    from bureau.records import TrajectoryRecord
 
 Estimator = Literal["grpo", "dr_grpo", "rloo"]
 MaskPolicy = Literal["mask_group", "mask_trajectory"]

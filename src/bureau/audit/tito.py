@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bureau.harness.render import Renderer
-from bureau.harness.trajectory import TrajectoryRecord
+from bureau.records import TrajectoryRecord
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -160,8 +160,8 @@ def audit_run(run: Path, model_dir: Path | None) -> Report:
     """Audit `run/trajectories.parquet`; the model defaults to the one in `run/run.json`."""
     import json
 
-    from bureau.harness.export import read_parquet
     from bureau.models.checkpoint import load_checkpoint
+    from bureau.records import read_parquet
 
     path = run / "trajectories.parquet" if run.is_dir() else run
     if not path.is_file():

@@ -21,8 +21,8 @@ from typing import Any
 
 from bureau.cli.commands import console, progress_bar
 from bureau.harness.loop import HarnessConfig
-from bureau.harness.trajectory import TrajectoryRecord
 from bureau.inference.client import EngineClient, Sampler
+from bureau.records import TrajectoryRecord
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.result import TrialResult
 
@@ -126,8 +126,8 @@ def run_harness_check(
     from transformers import AutoTokenizer
 
     from bureau.harness.agent import HarnessAgent
-    from bureau.harness.export import write_parquet
     from bureau.harness.render import Renderer
+    from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
     from bureau.trials.scheduler import SchedulerConfig, run_trials
     from bureau.trials.trial import TrialConfig

@@ -23,8 +23,8 @@ from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.harness.export import to_atif
 from bureau.harness.loop import Episode, HarnessConfig, ToolOutput
 from bureau.harness.render import Message, Renderer, tool_schema
-from bureau.harness.trajectory import TrajectoryRecord
 from bureau.inference.client import Sampler
+from bureau.records import TrajectoryRecord
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 
 if TYPE_CHECKING:

@@ -21,14 +21,9 @@ from pydantic import BaseModel, Field
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.harness.parse import ParsedTurn, ToolCall, parse_assistant
 from bureau.harness.render import Message, Renderer
-from bureau.harness.trajectory import (
-    StopReason,
-    TokenState,
-    ToolCallRecord,
-    TrajectoryRecord,
-    TurnRecord,
-)
+from bureau.harness.state import TokenState
 from bureau.inference.client import Completion, Sampler, SamplingParams
+from bureau.records import StopReason, ToolCallRecord, TrajectoryRecord, TurnRecord
 
 T = TypeVar("T")
 

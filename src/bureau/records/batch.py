@@ -24,18 +24,23 @@ _Row = TypeVar("_Row")
 
 @dataclass
 class TrainBatch:
-    """B sequences; each per-token field is a list of B lists, the b-th of length L_b."""
+    """B sequences; each per-token field is a list of B lists, the b-th of length L_b.
+
+    The rollout side fills `token_ids`, `loss_mask`, `sampler_logprobs` and `weight_versions`
+    from trajectory records, the algorithm fills `advantages` and `loss_weights`, and the
+    trainer fills `old_logprobs` and `ref_logprobs` when a loss needs them.
+    """
 
     token_ids: list[list[int]]
-    """[B][L_b] token ids: prompt, observations and sampled completions."""
+    """[B][L_b] token ids: prompt, observations and sampled completions (rollout side)."""
     loss_mask: list[list[int]]
     """[B][L_b] 1 on sampled tokens that are trained on, else 0 (always 0 at position 0)."""
     sampler_logprobs: list[list[float]]
-    """[B][L_b] the engine's logprob of each sampled token (any finite value elsewhere)."""
+    """[B][L_b] the engine's logprob of each sampled token, natural log (any finite elsewhere)."""
     advantages: list[list[float]]
-    """[B][L_b] per-token advantages (0 off the loss mask)."""
+    """[B][L_b] per-token advantages from the algorithm (0 off the loss mask)."""
     loss_weights: list[list[float]]
-    """[B][L_b] batch-wide reduction weights (0 off the loss mask)."""
+    """[B][L_b] batch-wide reduction weights from the algorithm (0 off the loss mask)."""
     weight_versions: list[list[int]] | None = None
     """[B][L_b] the weight version that sampled each token (-1 off the mask), for metrics."""
     old_logprobs: list[list[float]] | None = None

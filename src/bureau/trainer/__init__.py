@@ -2,11 +2,9 @@
 checkpoints and weight exports, in one process or sharded with FSDP2.
 
 It is algorithm-blind (see `bureau.algo.inputs`): batches arrive with per-token advantages and
-loss weights, and the loss function is passed in. `bureau.trainer.offline` trains from stored
-trajectory records.
+loss weights, and the loss function is passed in. Batches are `bureau.records.TrainBatch`.
 """
 
-from bureau.trainer.batch import TrainBatch
 from bureau.trainer.config import OptimizerConfig, TrainerConfig
 from bureau.trainer.fsdp import Parallel
 from bureau.trainer.packing import PackingConfig
@@ -16,7 +14,6 @@ __all__ = [
     "OptimizerConfig",
     "PackingConfig",
     "Parallel",
-    "TrainBatch",
     "Trainer",
     "TrainerConfig",
 ]

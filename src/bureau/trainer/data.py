@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 
 from bureau.algo.advantages import AdvantageConfig, advantages_for_records, broadcast_advantage
 from bureau.algo.reductions import ReductionConfig, loss_weights
-from bureau.harness.trajectory import NOT_SAMPLED_VERSION, TrajectoryRecord
-from bureau.trainer.batch import TrainBatch
+from bureau.records import NOT_SAMPLED_VERSION, TrainBatch, TrajectoryRecord
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from bureau.algo.inputs import PolicyLossInputs
-from bureau.trainer.batch import TrainBatch
+from bureau.records import TrainBatch
 from bureau.trainer.packing import MicroBatchPlan, PackedLayout, pack_row, pad_rows
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ class OfflineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     trajectories: Path
-    """Parquet file of trajectory records (`bureau.harness.export.write_parquet`)."""
+    """Parquet file of trajectory records (`bureau.records.write_parquet`)."""
     model: Path
     """Local Hugging Face checkpoint folder to start from."""
     out: Path
@@ -80,7 +80,7 @@ def train_offline(
     """Train to `config.steps` steps; returns each step's metrics (on every rank)."""
     from bureau.algo.advantages import advantages_for_records
     from bureau.algo.losses import make_loss_fn
-    from bureau.harness.export import read_parquet
+    from bureau.records import read_parquet
     from bureau.trainer.data import GroupStream
     from bureau.trainer.fsdp import Parallel
     from bureau.trainer.trainer import Trainer

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from statistics import NormalDist
 from typing import TYPE_CHECKING
 
-from bureau.harness.trajectory import NOT_SAMPLED_VERSION, TrajectoryRecord, TurnRecord
-from bureau.trainer.batch import TrainBatch
+from bureau.records import NOT_SAMPLED_VERSION, TrainBatch, TrajectoryRecord, TurnRecord
 
 if TYPE_CHECKING:
     import torch

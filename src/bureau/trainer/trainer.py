@@ -32,7 +32,7 @@ import torch
 
 from bureau.algo.inputs import LossFn
 from bureau.algo.metrics import combine_metrics, finalize_metrics, staleness_histogram
-from bureau.trainer.batch import TrainBatch
+from bureau.records import TrainBatch
 from bureau.trainer.checkpoint import (
     full_state_dict,
     load_training_state,
