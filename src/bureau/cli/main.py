@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from bureau.cli.audit import audit_app
+from bureau.cli.eval import eval_command
 from bureau.cli.model import model_app
 from bureau.cli.serve import serve_command
 from bureau.cli.train import train_offline_command
@@ -31,6 +32,7 @@ app.add_typer(model_app, name="model")
 app.add_typer(audit_app, name="audit")
 app.command("serve")(serve_command)
 app.command("train-offline")(train_offline_command)
+app.command("eval")(eval_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

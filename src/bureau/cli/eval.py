@@ -1,0 +1,166 @@
+"""`bureau eval DATASET --model DIR`: Pass@1, mean reward and pass@k, with 95% intervals.
+
+Settings come from the flags, the harness table of `--harness-config`, and `--set key=value`
+overrides (applied last, e.g. `--set harness.max_turns=6`, `--set bootstrap_resamples=5000`);
+the resolved config is written into the run folder next to `eval.json`. The command line is
+parsed before the harness (and torch) are imported, so `--help` is instant.
+"""
+
+from __future__ import annotations
+
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from bureau.evaluation.report import EvalReport, GroupReport, MeanEstimate, RateEstimate
+
+
+class EvalEngine(StrEnum):
+    builtin = "builtin"
+    vllm = "vllm"
+    url = "url"
+
+
+class EvalIsolation(StrEnum):
+    bwrap = "bwrap"
+    none = "none"
+
+
+def eval_command(
+    dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
+    model: Annotated[Path, typer.Option(help="A local Hugging Face checkpoint folder.")],
+    attempts: Annotated[
+        int | None, typer.Option(min=1, help="Attempts per task, k of pass@k (default 1).")
+    ] = None,
+    engine: Annotated[
+        EvalEngine | None,
+        typer.Option(help="builtin (bureau serve), vllm (.venv-vllm) or url (default builtin)."),
+    ] = None,
+    engine_url: Annotated[
+        list[str] | None, typer.Option(help="With --engine url: a running server; repeatable.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder (default runs/eval-<time>).")] = None,
+    max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Trials in flight.")] = None,
+    isolation: Annotated[
+        EvalIsolation | None, typer.Option(help="bwrap (default) or none (UNSAFE).")
+    ] = None,
+    harness_config: Annotated[
+        Path | None,
+        typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE override, e.g. harness.max_turns=6; repeatable."),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(help="Bootstrap seed; also seeds each attempt's sampling (distinct seeds)."),
+    ] = None,
+) -> None:
+    """Evaluate a model on a dataset: k attempts per task, in sandboxes, graded by the rubrics.
+
+    Reports Pass@1 (every criterion passed) and mean reward, overall and per domain, with 95%
+    intervals, and pass@k for k > 1. System errors of the machinery are counted apart and left
+    out of the rates; failures of the agent are graded zeros. Exits 1 when nothing was graded.
+    """
+    from bureau.cli.commands import console, progress_bar
+    from bureau.config import ConfigError, apply_overrides, read_toml, validate_config
+    from bureau.evaluation.run import EvalConfig, load_eval_tasks, run_eval
+    from bureau.tasks.errors import TaskFormatErrors
+
+    flags: dict[str, Any] = {
+        "attempts": attempts,
+        "engine": engine.value if engine else None,
+        "engine_urls": engine_url,
+        "max_tasks": max_tasks,
+        "concurrency": concurrency,
+        "isolation": isolation.value if isolation else None,
+        "seed": seed,
+    }
+    try:
+        tree: dict[str, Any] = {"harness": read_toml(harness_config)} if harness_config else {}
+        tree.update({key: value for key, value in flags.items() if value is not None})
+        source = str(harness_config) if harness_config else "eval settings"
+        config = validate_config(EvalConfig, apply_overrides(tree, set_ or []), source)
+    except ConfigError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if config.engine == "url" and not config.engine_urls:
+        raise typer.BadParameter("--engine url needs --engine-url", param_hint="--engine-url")
+    try:
+        tasks = load_eval_tasks(dataset, config.max_tasks)
+    except TaskFormatErrors as exc:
+        for error in exc.errors:
+            console.print(f"[red]error:[/] {error}")
+        raise typer.Exit(2) from exc
+    out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
+    with progress_bar() as progress:
+        bar = progress.add_task("eval trials", total=len(tasks) * config.attempts)
+        run = run_eval(dataset, tasks, model, config, out, on_result=lambda: progress.advance(bar))
+    print_report(run.report)
+    console.print(f"{run.out / 'eval.json'} written in {run.wall_time_s:.1f} s")
+    raise typer.Exit(0 if run.report.overall.graded else 1)
+
+
+def print_report(report: EvalReport) -> None:
+    """The overall and per-domain figures as a table, then the exclusions."""
+    from rich.table import Table
+
+    from bureau.cli.commands import console
+
+    levels = [k for k in report.overall.pass_at_k if k != "1"]
+    table = Table(title=f"eval: {len(report.tasks)} tasks, k = {report.k}, 95% intervals")
+    for column in ("", "tasks", "graded", "excluded", "Pass@1", "mean reward"):
+        table.add_column(column, justify="left" if not column else "right")
+    for level in levels:
+        table.add_column(f"pass@{level}", justify="right")
+    groups = [("overall", report.overall), *report.domains.items()]
+    for name, group in groups:
+        table.add_row(
+            name,
+            str(group.tasks),
+            str(group.graded),
+            str(group.excluded),
+            _rate(group.pass_at_1),
+            _mean(group.mean_reward),
+            *(_mean(group.pass_at_k[level]) for level in levels),
+        )
+    console.print(table)
+    _print_exclusions(report, report.overall)
+
+
+def _print_exclusions(report: EvalReport, overall: GroupReport) -> None:
+    from bureau.cli.commands import console
+
+    if overall.agent_failures:
+        console.print(f"agent failures (graded 0): {overall.agent_failures}")
+    if not overall.system_errors:
+        console.print("[green]no system errors[/]")
+        return
+    console.print(
+        f"[red]{overall.excluded} attempt(s) excluded for system errors[/]: "
+        f"{overall.system_errors}; Pass@1 counting them as failures "
+        f"{_rate(overall.pass_at_1_excluded_as_failed)}"
+    )
+    if report.tasks_all_excluded:
+        console.print(
+            f"[red]{len(report.tasks_all_excluded)} task(s) with every attempt excluded[/]: "
+            + ", ".join(report.tasks_all_excluded[:10])
+        )
+
+
+def _rate(rate: RateEstimate) -> str:
+    if rate.rate is None:
+        return "-"
+    return f"{rate.rate:.3f} [{rate.low:.3f}, {rate.high:.3f}]"
+
+
+def _mean(mean: MeanEstimate) -> str:
+    if mean.mean is None or mean.low is None or mean.high is None:
+        return "-"
+    return f"{mean.mean:.3f} [{mean.low:.3f}, {mean.high:.3f}]"

@@ -1,0 +1,253 @@
+"""`bureau eval`'s run: every task of a dataset, k attempts each, through the agent harness in
+real sandboxes, summarized into `eval.json`.
+
+The trials are the ones `bureau tasks check --agent harness` runs (same engine session, harness
+agent, scheduler and trial directories); what is added is the attribution of each trial to an
+`AttemptRow` and the report. Attempts at one task must differ, so when a sampling seed is given
+each attempt gets its own, derived from (seed, task, attempt index).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from bureau.config import StrictModel, dump_resolved_config
+from bureau.evaluation.attempts import attempt_from_trial
+from bureau.evaluation.report import AttemptRow, EvalReport, summarize_attempts
+from bureau.harness.loop import HarnessConfig
+from bureau.tasks.dataset import UNKNOWN, load_dataset
+from bureau.tasks.taskdir import TaskDir, load_task_dir
+from bureau.trials.agents import Agent, AgentContext, AgentResult
+
+EVAL_FILE = "eval.json"
+EVAL_FORMAT = "bureau-eval/1"
+VERSIONED = ("bureau", "torch", "transformers", "mcp", "vllm")
+
+
+class EvalConfig(StrictModel):
+    """Settings of one `bureau eval` run; `harness` is the agent loop's own table."""
+
+    attempts: int = Field(1, ge=1)
+    """Attempts per task (k of pass@k)."""
+    max_tasks: int | None = Field(None, ge=1)
+    """Evaluate only the first N tasks of the dataset."""
+    concurrency: int = Field(8, ge=1)
+    """Trials in flight at once."""
+    max_starting: int = Field(4, ge=1)
+    """Sandboxes starting at the same moment."""
+    isolation: Literal["bwrap", "none"] = "bwrap"
+    """bwrap (bubblewrap sandbox) or none (no isolation: unsafe)."""
+    agent_timeout_s: float | None = Field(None, gt=0)
+    """Cap on each agent's time, on top of the task's own limit."""
+    engine: Literal["builtin", "vllm", "url"] = "builtin"
+    """builtin (`bureau serve`, started here), vllm (.venv-vllm) or url (running servers)."""
+    engine_urls: list[str] = Field(default_factory=list)
+    """Running engines for engine = "url"; several are spread by the router."""
+    seed: int | None = None
+    """Bootstrap seed (0 when unset); also the base of per-attempt sampling seeds when
+    harness.seed is unset."""
+    bootstrap_resamples: int = Field(2000, ge=1)
+    """Resamples of each bootstrap interval."""
+    z: float = Field(1.96, gt=0)
+    """Normal quantile of the Wilson intervals (1.96: 95%)."""
+    harness: HarnessConfig = Field(default_factory=HarnessConfig)
+    """Harness limits and sampling."""
+
+    @field_validator("harness", mode="before")
+    @classmethod
+    def _known_harness_keys(cls, value: object) -> object:
+        # HarnessConfig itself ignores unknown keys; here a typo in `--set harness.x=v` is an error.
+        if isinstance(value, dict):
+            unknown = sorted(set(value) - set(HarnessConfig.model_fields))
+            if unknown:
+                raise ValueError(f"unknown harness setting(s): {', '.join(unknown)}")
+        return value
+
+
+@dataclass(frozen=True)
+class EvalTask:
+    task: TaskDir
+    domain: str
+
+
+def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
+    """The tasks of a dataset folder (or a single task folder) with their domains.
+
+    The domain is task.toml's `[metadata] domain` (bureau's generator writes it), else the
+    manifest's, else "unknown". Raises TaskFormatErrors for a broken dataset or task.
+    """
+    if (root / "task.toml").exists():
+        pairs = [(root, UNKNOWN)]
+    else:
+        dataset = load_dataset(root)
+        pairs = [(dataset.root / e.path, e.domain) for e in dataset.entries]
+    if max_tasks is not None:
+        pairs = pairs[:max_tasks]
+    tasks = []
+    for path, manifest_domain in pairs:
+        task = load_task_dir(path)
+        domain = task.config.metadata.get("domain")
+        tasks.append(EvalTask(task, domain if isinstance(domain, str) else manifest_domain))
+    return tasks
+
+
+def attempt_seed(base: int, task: str, attempt: int) -> int:
+    """A sampling seed for one attempt, stable across runs and distinct across attempts."""
+    digest = hashlib.sha256(f"{base}\0{task}\0{attempt}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFF_FFFF  # what every engine accepts
+
+
+class SeededAttempts(Agent):
+    """Hands each attempt at a task its own sampling seed, then runs the harness agent.
+
+    The scheduler starts trials in an order of its own, so the index is the count of attempts
+    at that task started so far: the set of seeds per task is fixed, whichever trial gets which.
+    """
+
+    name = "harness"
+    version = "1"
+    uses_tools = True
+
+    def __init__(self, make_agent: Callable[[int], Agent], base: int, started: Counter[str]):
+        self.make_agent = make_agent
+        self.base = base
+        self.started = started
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        index = self.started[ctx.task.name]
+        self.started[ctx.task.name] += 1
+        return await self.make_agent(attempt_seed(self.base, ctx.task.name, index)).run(ctx)
+
+
+@dataclass
+class EvalRun:
+    report: EvalReport
+    rows: list[AttemptRow]
+    wall_time_s: float
+    out: Path
+
+
+def run_eval(
+    dataset: Path,
+    tasks: list[EvalTask],
+    model: Path,
+    config: EvalConfig,
+    out: Path,
+    on_result: Callable[[], None] | None = None,
+) -> EvalRun:
+    """Run `config.attempts` attempts at each of `tasks` (from `dataset`) and write `eval.json`,
+    `trajectories.parquet`, the trial directories and the resolved config into `out`.
+    `on_result` is called as each trial finishes."""
+    started = time.perf_counter()
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    model = model.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    dump_resolved_config(config, out)
+    rows = _run_trials(tasks, model, config, out, on_result or (lambda: None))
+    seed = config.seed if config.seed is not None else 0
+    report = summarize_attempts(
+        rows, seed=seed, k=config.attempts, resamples=config.bootstrap_resamples, z=config.z
+    )
+    wall = time.perf_counter() - started
+    document: dict[str, Any] = {
+        "format": EVAL_FORMAT,
+        "model": str(model),
+        "dataset": str(dataset.resolve()),
+        "started": started_at,
+        "wall_time_s": round(wall, 3),
+        "config": config.model_dump(mode="json"),
+        "versions": versions(),
+        **report.model_dump(mode="json", exclude={"format"}),  # this file's format says it
+    }
+    (out / EVAL_FILE).write_text(json.dumps(document, indent=2) + "\n")
+    return EvalRun(report, rows, wall, out)
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of Python and the packages that shape a result."""
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _run_trials(
+    tasks: list[EvalTask],
+    model: Path,
+    config: EvalConfig,
+    out: Path,
+    on_result: Callable[[], None],
+) -> list[AttemptRow]:
+    from transformers import AutoTokenizer
+
+    from bureau.cli.harness_check import _complete_record, engine_session
+    from bureau.harness.agent import HarnessAgent
+    from bureau.harness.render import Renderer
+    from bureau.records import write_parquet
+    from bureau.sandbox import get_runtime
+    from bureau.trials.result import TrialResult
+    from bureau.trials.scheduler import SchedulerConfig, run_trials
+    from bureau.trials.trial import TrialConfig
+
+    harness = config.harness
+    trials_dir = out / "trials"
+    trials_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
+    renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
+    base_seed = harness.seed if harness.seed is not None else config.seed
+    runtime = get_runtime("local", isolation=config.isolation)
+    attempts = [t.task for t in tasks for _ in range(config.attempts)]
+    try:
+        with engine_session(
+            config.engine, model, config.engine_urls, out, harness.context_length
+        ) as (sampler, clients):
+            started: Counter[str] = Counter()
+
+            def harness_agent(seed: int | None) -> Agent:
+                settings = harness if seed is None else harness.model_copy(update={"seed": seed})
+                return HarnessAgent(sampler, renderer, settings, model.name)
+
+            def make_agent() -> Agent:
+                if base_seed is None:
+                    return harness_agent(None)
+                return SeededAttempts(harness_agent, base_seed, started)
+
+            async def main() -> list[TrialResult]:
+                try:
+                    return await run_trials(
+                        attempts,
+                        make_agent,
+                        runtime,
+                        trials_dir,
+                        trial_config=TrialConfig(max_agent_timeout_s=config.agent_timeout_s),
+                        config=SchedulerConfig(
+                            concurrency=config.concurrency, max_starting=config.max_starting
+                        ),
+                        on_result=lambda _: on_result(),
+                    )
+                finally:
+                    for client in clients:
+                        await client.aclose()
+
+            results = asyncio.run(main())
+    finally:
+        runtime.close()
+    records = [r for r in (_complete_record(res, trials_dir) for res in results) if r is not None]
+    write_parquet(records, out / "trajectories.parquet")
+    domains = {t.task.name: t.domain for t in tasks}
+    return [attempt_from_trial(result, domains[result.task_name]) for result in results]

@@ -1,0 +1,119 @@
+"""Per-attempt rows to a report, on hand-made rows with every figure worked out below."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bureau.evaluation.report import AttemptRow, summarize_attempts
+from bureau.evaluation.stats import wilson_interval
+
+
+def ok(task: str, domain: str, passed: bool, reward: float) -> AttemptRow:
+    return AttemptRow(task, domain, passed, reward)
+
+
+def broken(task: str, domain: str, kind: str) -> AttemptRow:
+    return AttemptRow(task, domain, None, None, system_error=kind)
+
+
+ROWS = [
+    # law/a: pass, fail, one sandbox failure (excluded)
+    ok("a", "law", True, 1.0),
+    ok("a", "law", False, 0.5),
+    broken("a", "law", "sandbox_start_failed"),
+    # law/b: three graded failures
+    ok("b", "law", False, 0.0),
+    ok("b", "law", False, 0.25),
+    ok("b", "law", False, 0.0),
+    # banking/c: two passes and an agent timeout, graded as a failure with reward 0
+    ok("c", "banking", True, 1.0),
+    ok("c", "banking", True, 1.0),
+    AttemptRow("c", "banking", False, 0.0, agent_failure="agent_timeout"),
+    # consulting/d: the engine failed every time
+    broken("d", "consulting", "engine_error"),
+    broken("d", "consulting", "engine_error"),
+    broken("d", "consulting", "engine_error"),
+]
+
+
+def test_overall_figures() -> None:
+    report = summarize_attempts(ROWS, seed=0)
+    overall = report.overall
+    assert report.k == 3  # the most attempts of any task
+    assert (overall.tasks, overall.attempts, overall.graded, overall.excluded) == (4, 12, 8, 4)
+    # Pass@1 over the 8 graded attempts: a 1, b 0, c 2.
+    assert (overall.pass_at_1.successes, overall.pass_at_1.n) == (3, 8)
+    assert overall.pass_at_1.rate == 3 / 8
+    assert (overall.pass_at_1.low, overall.pass_at_1.high) == wilson_interval(3, 8)
+    # Excluded attempts counted as failures: 3 of 12.
+    assert overall.pass_at_1_excluded_as_failed.rate == 3 / 12
+    # Rewards 1 + .5 + 0 + .25 + 0 + 1 + 1 + 0 = 3.75 over 8.
+    assert overall.mean_reward.mean == pytest.approx(3.75 / 8)
+    assert overall.mean_reward.n == 8
+    assert overall.mean_reward.low is not None and overall.mean_reward.high is not None
+    assert overall.mean_reward.low < 3.75 / 8 < overall.mean_reward.high
+    assert overall.system_errors == {"engine_error": 3, "sandbox_start_failed": 1}
+    assert overall.agent_failures == {"agent_timeout": 1}
+    assert report.tasks_all_excluded == ["d"]
+
+
+def test_pass_at_k_levels() -> None:
+    pass_at = summarize_attempts(ROWS, seed=0).overall.pass_at_k
+    assert list(pass_at) == ["1", "2", "3"]
+    # pass@1 per task: a 1/2, b 0, c 2/3 (d has no graded attempt): mean 7/18.
+    assert pass_at["1"].mean == pytest.approx((0.5 + 0 + 2 / 3) / 3)
+    assert pass_at["1"].n == 3
+    # pass@2: a (n=2, c=1) 1.0; b 0.0; c (n=3, c=2: n-c < 2) 1.0.
+    assert pass_at["2"].mean == pytest.approx(2 / 3)
+    # pass@3: only b and c have 3 graded attempts: (0 + 1) / 2.
+    assert (pass_at["3"].n, pass_at["3"].mean) == (2, 0.5)
+
+
+def test_per_domain_and_per_task() -> None:
+    report = summarize_attempts(ROWS, seed=0)
+    assert list(report.domains) == ["banking", "consulting", "law"]
+    law = report.domains["law"]
+    assert (law.tasks, law.graded, law.pass_at_1.successes) == (2, 5, 1)
+    assert law.mean_reward.mean == pytest.approx(1.75 / 5)
+    assert report.domains["banking"].pass_at_1.rate == pytest.approx(2 / 3)
+    consulting = report.domains["consulting"]
+    assert consulting.graded == 0 and consulting.pass_at_1.rate is None
+    assert (consulting.pass_at_1.low, consulting.pass_at_1.high) == (0.0, 1.0)
+    assert consulting.mean_reward.mean is None
+    a = report.tasks[0]
+    assert (a.task, a.attempts, a.graded, a.passes) == ("a", 3, 2, 1)
+    assert a.passed == [True, False, None]
+    assert a.system_errors == [None, None, "sandbox_start_failed"]
+    # JSON-ready, and the same seed gives the same report.
+    assert json.dumps(report.model_dump(mode="json"))
+    assert summarize_attempts(ROWS, seed=0) == report
+
+
+def test_single_attempt_has_no_pass_at_k_table() -> None:
+    report = summarize_attempts([ok("a", "law", True, 1.0), ok("b", "law", False, 0.0)], seed=1)
+    assert report.k == 1 and report.overall.pass_at_k == {}
+    assert report.overall.pass_at_1.rate == 0.5
+
+
+def test_all_pass_all_fail_and_empty() -> None:
+    every = summarize_attempts([ok(t, "law", True, 1.0) for t in "abcd"], seed=0).overall
+    assert every.pass_at_1.rate == 1.0 and every.pass_at_1.high == 1.0
+    assert (every.mean_reward.low, every.mean_reward.high) == (1.0, 1.0)
+    none = summarize_attempts([ok(t, "law", False, 0.0) for t in "abcd"], seed=0).overall
+    assert none.pass_at_1.rate == 0.0 and none.pass_at_1.low == 0.0
+    empty = summarize_attempts([], seed=0)
+    assert empty.overall.graded == 0 and empty.overall.pass_at_1.rate is None
+    assert empty.domains == {} and empty.tasks == []
+
+
+def test_rows_must_be_consistent() -> None:
+    with pytest.raises(ValueError, match="no verdict"):
+        AttemptRow("a", "law", False, 0.0, system_error="engine_error")
+    with pytest.raises(ValueError, match="needs passed"):
+        AttemptRow("a", "law", None, 0.5)
+    with pytest.raises(ValueError, match="not finite"):
+        AttemptRow("a", "law", False, float("nan"))
+    with pytest.raises(ValueError, match="several domains"):
+        summarize_attempts([ok("a", "law", True, 1.0), ok("a", "banking", True, 1.0)], seed=0)
