@@ -18,8 +18,10 @@ from typer.testing import CliRunner
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
 from bureau.cli.main import app
+from bureau.config import RESOLVED_CONFIG, load_config
 from bureau.records import TrajectoryRecord, write_parquet
 from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
+from bureau.trainer.offline import OfflineConfig
 from bureau.trainer.synthetic import synthetic_records
 
 
@@ -141,9 +143,9 @@ def test_train_offline_on_a_parquet_file_then_resume(tiny_model: Path, tmp_path:
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= {
         p.name for p in weights.iterdir()
     }
-    resolved = json.loads((out / "config.json").read_text())
-    assert resolved["trainer"]["optimizer"]["lr"] == 1e-3
-    assert resolved["loss"]["kind"] == "ppo"
+    resolved = load_config(OfflineConfig, out / RESOLVED_CONFIG)
+    assert resolved.trainer.optimizer.lr == 1e-3
+    assert resolved.loss.kind == "ppo" and resolved.out == out
 
     result = runner.invoke(app, [*common, "--steps", "3"])
     assert result.exit_code == 0, result.output
@@ -163,6 +165,11 @@ def test_train_offline_refuses_bad_inputs(tiny_model: Path, tmp_path: Path) -> N
     write_parquet(records, flat)
     result = runner.invoke(app, [*base, "--trajectories", str(flat), "--out", str(tmp_path / "r")])
     assert result.exit_code == 1 and "no usable trajectory" in result.output
+    with_flat = [*base, "--trajectories", str(flat), "--out", str(tmp_path / "r")]
+    bad_choice = runner.invoke(app, [*with_flat, "--loss", "nope"])
+    assert bad_choice.exit_code == 2 and "'nope' is not one of ppo" in bad_choice.output
+    typo = runner.invoke(app, [*with_flat, "--set", "trainer.optimizer.lrr=1e-3"])
+    assert typo.exit_code == 2 and "trainer.optimizer.lrr: Extra inputs" in typo.output
 
 
 def test_help_is_instant_without_torch() -> None:

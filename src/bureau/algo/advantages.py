@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bureau.config import StrictModel
 
 if TYPE_CHECKING:
     from bureau.records import TrajectoryRecord
@@ -37,10 +39,8 @@ EXCLUSION_REASONS: tuple[ExclusionReason, ...] = (
 )
 
 
-class AdvantageConfig(BaseModel):
+class AdvantageConfig(StrictModel):
     """How rewards become per-trajectory advantages."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     estimator: Estimator = "grpo"
     """`grpo` (group mean baseline), `dr_grpo` (the same, never std-scaled) or `rloo`."""

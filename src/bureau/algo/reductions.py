@@ -20,15 +20,15 @@ from collections.abc import Hashable, Sequence
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bureau.config import StrictModel
 
 Reduction = Literal["token_mean", "sequence_mean", "prompt_mean", "seq_mean_token_sum_norm"]
 
 
-class ReductionConfig(BaseModel):
+class ReductionConfig(StrictModel):
     """How per-token losses are averaged into the batch loss."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     reduction: Reduction = "token_mean"
     """`token_mean`, `sequence_mean`, `prompt_mean` or `seq_mean_token_sum_norm` (Dr. GRPO)."""

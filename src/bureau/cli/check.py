@@ -10,13 +10,11 @@ import asyncio
 import json
 import statistics
 import time
-import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from bureau.cli.commands import console, progress_bar, task_dirs
@@ -56,25 +54,15 @@ def load_tasks(root: Path, max_tasks: int | None = None) -> list[TaskDir]:
         raise typer.Exit(2) from exc
 
 
-def resolve_harness_config(path: Path | None, **overrides: Any) -> HarnessConfig:
-    """Harness settings: the TOML file's, then the command line's (those that were given)."""
+def resolve_harness_config(
+    path: Path | None, overrides: list[str] | None = None, **flags: Any
+) -> HarnessConfig:
+    """Harness settings: the TOML file's, then the flags given, then the `--set` overrides."""
+    from bureau.cli.options import flag_overrides, load_or_exit
     from bureau.harness.loop import HarnessConfig
 
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            console.print(f"[red]error:[/] {path}: {exc}")
-            raise typer.Exit(2) from exc
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return HarnessConfig.model_validate(data)
-    except ValidationError as exc:
-        for error in exc.errors():
-            field = ".".join(str(p) for p in error["loc"])
-            console.print(f"[red]error:[/] {path or 'harness settings'}: {field}: {error['msg']}")
-        raise typer.Exit(2) from exc
+    given = flag_overrides(flags) + list(overrides or [])
+    return load_or_exit(HarnessConfig, path, given, lambda s: console.print(s, markup=False))
 
 
 def run_check(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bureau.cli.commands import console, progress_bar
+from bureau.config import dump_resolved_config
 from bureau.harness.loop import HarnessConfig
 from bureau.inference.client import EngineClient, Sampler
 from bureau.records import TrajectoryRecord
@@ -148,6 +149,7 @@ def run_harness_check(
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     (out / "run.json").write_text(json.dumps(info, indent=2) + "\n")
+    dump_resolved_config(harness, out)
     tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
     runtime = get_runtime("local", isolation=isolation)
@@ -184,5 +186,7 @@ def run_harness_check(
     records = [r for r in (_complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / "trajectories.parquet")
     code = summarize(results, records, seconds)
-    console.print(f"run folder {out}: trials/, trajectories.parquet, run.json")
+    console.print(
+        f"run folder {out}: trials/, trajectories.parquet, run.json, config.resolved.toml"
+    )
     return code

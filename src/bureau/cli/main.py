@@ -16,6 +16,7 @@ import typer
 from bureau.cli.audit import audit_app
 from bureau.cli.eval import eval_command
 from bureau.cli.model import model_app
+from bureau.cli.options import SetOverrides
 from bureau.cli.serve import serve_command
 from bureau.cli.train import train_offline_command
 
@@ -171,6 +172,7 @@ def tasks_check(
     harness_config: Annotated[
         Path | None, typer.Option(help="harness: a TOML file of harness settings.")
     ] = None,
+    set_: SetOverrides = None,
     max_turns: Annotated[int | None, typer.Option(help="harness: turn limit.")] = None,
     context_length: Annotated[int | None, typer.Option(help="harness: context, tokens.")] = None,
     max_tokens_per_turn: Annotated[int | None, typer.Option(help="harness: per turn.")] = None,
@@ -208,6 +210,7 @@ def tasks_check(
         raise typer.BadParameter("--engine url needs --engine-url", param_hint="--engine-url")
     config = resolve_harness_config(
         harness_config,
+        set_,
         max_turns=max_turns,
         context_length=context_length,
         max_tokens_per_turn=max_tokens_per_turn,

@@ -2,50 +2,22 @@
 
 The command line is parsed before torch is imported, so `--help` is instant. Settings come from
 an optional TOML file (the fields of `bureau.trainer.offline.OfflineConfig`, e.g. a
-`[trainer.optimizer]` table), and the flags given on the command line override it. Several
-ranks: `torchrun --nproc_per_node N -m bureau.cli.main train-offline ...` (FSDP2).
+`[trainer.optimizer]` table), then the flags given here, then `--set key=value` overrides; the
+resolved config is written into the run folder. Several ranks:
+`torchrun --nproc_per_node N -m bureau.cli.main train-offline ...` (FSDP2).
 """
 
 from __future__ import annotations
 
 import time
-import tomllib
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from bureau.cli.options import SetOverrides, config_choice, flag_overrides, load_or_exit
 
-class LossChoice(StrEnum):
-    ppo = "ppo"
-    decoupled_ppo = "decoupled_ppo"
-    dppo_tv = "dppo_tv"
-
-
-class EstimatorChoice(StrEnum):
-    grpo = "grpo"
-    dr_grpo = "dr_grpo"
-    rloo = "rloo"
-
-
-class ReductionChoice(StrEnum):
-    token_mean = "token_mean"
-    sequence_mean = "sequence_mean"
-    prompt_mean = "prompt_mean"
-    seq_mean_token_sum_norm = "seq_mean_token_sum_norm"
-
-
-class TrainDType(StrEnum):
-    float32 = "float32"
-    bfloat16 = "bfloat16"
-
-
-def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    *parents, leaf = dotted.split(".")
-    for key in parents:
-        tree = tree.setdefault(key, {})
-    tree[leaf] = value
+_OFFLINE = "bureau.trainer.offline:OfflineConfig"
 
 
 def train_offline_command(
@@ -59,6 +31,7 @@ def train_offline_command(
     config: Annotated[
         Path | None, typer.Option(help="TOML file of settings; flags given here override it.")
     ] = None,
+    set_: SetOverrides = None,
     groups_per_step: Annotated[
         int | None, typer.Option(min=1, help="Prompt groups per batch (default 8).")
     ] = None,
@@ -67,15 +40,33 @@ def train_offline_command(
         int | None,
         typer.Option(min=1, help="Most tokens in one packed micro-batch (default 4096)."),
     ] = None,
-    loss: Annotated[LossChoice | None, typer.Option(help="Policy loss (default ppo).")] = None,
+    loss: Annotated[
+        str | None,
+        typer.Option(
+            help="Policy loss, a `loss.kind` (default ppo).",
+            callback=config_choice(_OFFLINE, "loss.kind"),
+        ),
+    ] = None,
     estimator: Annotated[
-        EstimatorChoice | None, typer.Option(help="Advantage estimator (default grpo).")
+        str | None,
+        typer.Option(
+            help="Advantage estimator, an `advantages.estimator` (default grpo).",
+            callback=config_choice(_OFFLINE, "advantages.estimator"),
+        ),
     ] = None,
     reduction: Annotated[
-        ReductionChoice | None, typer.Option(help="Loss reduction (default token_mean).")
+        str | None,
+        typer.Option(
+            help="Loss reduction, a `reduction.reduction` (default token_mean).",
+            callback=config_choice(_OFFLINE, "reduction.reduction"),
+        ),
     ] = None,
     dtype: Annotated[
-        TrainDType | None, typer.Option(help="Compute dtype (default float32).")
+        str | None,
+        typer.Option(
+            help="Compute dtype, a `trainer.dtype` (default float32).",
+            callback=config_choice(_OFFLINE, "trainer.dtype"),
+        ),
     ] = None,
     activation_checkpointing: Annotated[
         bool | None, typer.Option(help="Recompute activations in the backward pass (default off).")
@@ -92,13 +83,6 @@ def train_offline_command(
         if not path.is_file():
             typer.echo(f"error: {what} {path} not found", err=True)
             raise typer.Exit(2)
-    settings: dict[str, Any] = {}
-    if config is not None:
-        try:
-            settings = tomllib.loads(config.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            typer.echo(f"error: cannot read {config}: {error}", err=True)
-            raise typer.Exit(2) from error
     run = out or Path("runs") / f"train-offline-{time.strftime('%Y%m%d-%H%M%S')}"
     flags = {
         "trajectories": trajectories,
@@ -110,25 +94,17 @@ def train_offline_command(
         "save_every": save_every,
         "trainer.optimizer.lr": lr,
         "trainer.packing.token_budget": token_budget,
-        "trainer.dtype": dtype.value if dtype else None,
+        "trainer.dtype": dtype,
         "trainer.activation_checkpointing": activation_checkpointing,
-        "loss.kind": loss.value if loss else None,
-        "advantages.estimator": estimator.value if estimator else None,
-        "reduction.reduction": reduction.value if reduction else None,
+        "loss.kind": loss,
+        "advantages.estimator": estimator,
+        "reduction.reduction": reduction,
     }
-    for dotted, value in flags.items():
-        if value is not None:
-            _set(settings, dotted, value)
-
-    from pydantic import ValidationError
 
     from bureau.trainer.offline import OfflineConfig, train_offline
 
-    try:
-        resolved = OfflineConfig.model_validate(settings)
-    except ValidationError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(2) from error
+    overrides = [*flag_overrides(flags), *(set_ or [])]
+    resolved = load_or_exit(OfflineConfig, config, overrides, lambda s: typer.echo(s, err=True))
     try:
         train_offline(resolved, log=typer.echo)
     except ValueError as error:  # e.g. no usable trajectory in the file

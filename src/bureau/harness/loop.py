@@ -16,8 +16,9 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.harness.parse import ParsedTurn, ToolCall, parse_assistant
 from bureau.harness.render import Message, Renderer
@@ -35,7 +36,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-class HarnessConfig(BaseModel):
+class HarnessConfig(StrictModel):
     """Limits and sampling settings of the agent loop."""
 
     max_turns: int = Field(30, ge=1, description="Sampled turns before stopping.")

@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import Completion, SamplingParams
 from bureau.inference.sampling import draw
@@ -66,10 +67,8 @@ PAUSE_MODES: tuple[PauseMode, ...] = ("keep", "abort", "wait")
 DType = Literal["float32", "bfloat16", "float16", "auto"]
 
 
-class EngineConfig(BaseModel):
+class EngineConfig(StrictModel):
     """How the built-in engine batches, caches and samples."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     served_model_name: str = "bureau"
     """The model name clients send and `/v1/models` lists."""

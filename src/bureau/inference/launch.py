@@ -28,15 +28,16 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import EngineClient
 
 Kind = SystemErrorKind
 
 
-class ServerConfig(BaseModel):
+class ServerConfig(StrictModel):
     """What every launched engine server needs."""
 
     model: Path = Field(description="Local Hugging Face checkpoint folder to serve.")

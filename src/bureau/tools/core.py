@@ -41,7 +41,9 @@ import anyio
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from bureau.config import StrictModel
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -59,7 +61,7 @@ PathArg = Annotated[
 Overwrite = Annotated[bool, Field(description="Replace the file if it already exists.")]
 
 
-class ToolSettings(BaseModel):
+class ToolSettings(StrictModel):
     """Limits shared by every tool of one server process."""
 
     max_output_chars: int = Field(default=20_000, ge=200)

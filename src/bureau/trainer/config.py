@@ -5,18 +5,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from bureau.config import StrictModel
 from bureau.trainer.packing import PackingConfig
 
 if TYPE_CHECKING:
     import torch
 
 
-class OptimizerConfig(BaseModel):
+class OptimizerConfig(StrictModel):
     """AdamW with gradient clipping and a warmup + constant or cosine schedule."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     lr: float = Field(default=1e-5, gt=0)
     """Peak learning rate."""
@@ -51,10 +50,8 @@ class OptimizerConfig(BaseModel):
         return self.min_lr_ratio + (1.0 - self.min_lr_ratio) * cosine
 
 
-class TrainerConfig(BaseModel):
+class TrainerConfig(StrictModel):
     """One trainer: optimisation, packing, precision and the forward pass."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     optimizer: OptimizerConfig = Field(default_factory=OptimizerConfig)
     """AdamW, clipping and the schedule."""

@@ -5,10 +5,11 @@ computes group-relative advantages and batch-wide loss weights (`bureau.algo`), 
 `forward_backward` + `optim_step`. The records were sampled by an older policy, so the default
 loss is PPO's clipped objective against their sampler logprobs.
 
-The run folder gets the resolved config (`config.json`), one JSON line of metrics per step
-(`metrics.jsonl`), the last checkpoint (`checkpoint/`, resumed from if present), and the final
-weights as a complete Hugging Face folder (`weights/`: the tokenizer files are copied from the
-source model) that `bureau serve` or an engine's weight update can take.
+The run folder gets the resolved config (`config.resolved.toml`, which `load_config` reads
+back), one JSON line of metrics per step (`metrics.jsonl`), the last checkpoint (`checkpoint/`,
+resumed from if present), and the final weights as a complete Hugging Face folder (`weights/`:
+the tokenizer files are copied from the source model) that `bureau serve` or an engine's weight
+update can take.
 
 Under torchrun (`WORLD_SIZE` > 1) the ranks shard the model with FSDP2; only rank 0 writes.
 """
@@ -22,11 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.losses import PolicyLossConfig, PPOLossConfig
 from bureau.algo.reductions import ReductionConfig
+from bureau.config import StrictModel, dump_resolved_config
 from bureau.trainer.config import TrainerConfig
 
 if TYPE_CHECKING:
@@ -45,10 +47,8 @@ _CHECKPOINT_EXTRAS = (
 )
 
 
-class OfflineConfig(BaseModel):
+class OfflineConfig(StrictModel):
     """`bureau train-offline`: what to train, on what, for how long, and where the run goes."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     trajectories: Path
     """Parquet file of trajectory records (`bureau.records.write_parquet`)."""
@@ -97,7 +97,7 @@ def train_offline(
     try:
         if trainer.parallel.is_main:
             config.out.mkdir(parents=True, exist_ok=True)
-            (config.out / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
+            dump_resolved_config(config, config.out)
         if (checkpoint / "trainer_state.json").is_file():
             trainer.load(checkpoint)
             say(f"resumed from {checkpoint} at step {trainer.step}")

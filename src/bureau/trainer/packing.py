@@ -32,13 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bureau.config import StrictModel
 
 
-class PackingConfig(BaseModel):
+class PackingConfig(StrictModel):
     """How a batch's sequences are split into micro-batches."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     mode: Literal["budget", "fixed"] = "budget"
     """budget: pack end to end up to `token_budget`; fixed: `fixed_size` sequences, padded."""
