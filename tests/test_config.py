@@ -127,8 +127,8 @@ def test_cli_choices_are_read_from_the_config() -> None:
     from bureau.algo.losses import PolicyLossConfig
     from bureau.algo.reductions import Reduction
     from bureau.cli.options import field_choices
+    from bureau.loop.offline import OfflineConfig
     from bureau.trainer.config import TrainerConfig
-    from bureau.trainer.offline import OfflineConfig
 
     union = typing.get_args(typing.get_args(PolicyLossConfig)[0])
     kinds = tuple(typing.get_args(m.model_fields["kind"].annotation)[0] for m in union)
@@ -157,6 +157,6 @@ def test_every_run_config_in_configs_loads(path: Path) -> None:
 @pytest.mark.parametrize("path", _toml_files(CONFIGS / "offline"), ids=lambda p: p.name)
 def test_every_offline_config_in_configs_loads(path: Path) -> None:
     pytest.importorskip("torch")
-    from bureau.trainer.offline import OfflineConfig
+    from bureau.loop.offline import OfflineConfig
 
     load_config(OfflineConfig, path)

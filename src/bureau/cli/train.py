@@ -1,7 +1,7 @@
 """`bureau train-offline`: train a checkpoint on stored trajectory records.
 
 The command line is parsed before torch is imported, so `--help` is instant. Settings come from
-an optional TOML file (the fields of `bureau.trainer.offline.OfflineConfig`, e.g. a
+an optional TOML file (the fields of `bureau.loop.offline.OfflineConfig`, e.g. a
 `[trainer.optimizer]` table), then the flags given here, then `--set key=value` overrides; the
 resolved config is written into the run folder. Several ranks:
 `torchrun --nproc_per_node N -m bureau.cli.main train-offline ...` (FSDP2).
@@ -17,7 +17,7 @@ import typer
 
 from bureau.cli.options import SetOverrides, config_choice, flag_overrides, load_or_exit
 
-_OFFLINE = "bureau.trainer.offline:OfflineConfig"
+_OFFLINE = "bureau.loop.offline:OfflineConfig"
 
 
 def train_offline_command(
@@ -101,7 +101,7 @@ def train_offline_command(
         "reduction.reduction": reduction,
     }
 
-    from bureau.trainer.offline import OfflineConfig, train_offline
+    from bureau.loop.offline import OfflineConfig, train_offline
 
     overrides = [*flag_overrides(flags), *(set_ or [])]
     resolved = load_or_exit(OfflineConfig, config, overrides, lambda s: typer.echo(s, err=True))

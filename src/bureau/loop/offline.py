@@ -1,4 +1,7 @@
-"""Offline training: trajectory records from Parquet, advantages, a policy loss, N steps.
+"""Offline training (`bureau train-offline`): records from Parquet, advantages, a loss, N steps.
+
+It sits beside the asynchronous loop, not in the trainer: like the loop it drives the
+algorithm-blind trainer with batches the algorithm has prepared, only from stored records.
 
 Each step takes the next `groups_per_step` prompt groups of the stream (`GroupStream`),
 computes group-relative advantages and batch-wide loss weights (`bureau.algo`), and runs one

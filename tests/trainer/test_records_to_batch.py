@@ -1,0 +1,101 @@
+"""From trajectory records to training batches: advantages, loss weights, the group stream."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from bureau.algo.advantages import AdvantageConfig
+from bureau.algo.reductions import ReductionConfig
+from bureau.records import TrajectoryRecord
+from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
+from bureau.trainer.synthetic import synthetic_records
+
+
+def _record(tid: str, group: str, reward: float | None, sampled: int) -> TrajectoryRecord:
+    ids = [1, 2, 3] + [10 + k for k in range(sampled)]
+    return TrajectoryRecord(
+        trajectory_id=tid,
+        task_name="t",
+        model="m",
+        prompt_ids=[1, 2, 3],
+        token_ids=ids,
+        loss_mask=[0, 0, 0] + [1] * sampled,
+        sampler_logprobs=[0.0, 0.0, 0.0] + [-1.0] * sampled,
+        weight_versions=[-1, -1, -1] + [4] * sampled,
+        messages=[],
+        tools=[],
+        turns=[],
+        tool_calls=[],
+        stop_reason="answered",
+        llm_time_s=0.0,
+        tool_time_s=0.0,
+        total_time_s=0.0,
+        group_id=group,
+        reward=reward,
+        system_error=None if reward is not None else "engine_error: down",
+    )
+
+
+def test_records_become_a_batch_with_advantages_and_weights() -> None:
+    records = [
+        _record("a", "g1", 1.0, 2),  # advantage +1 (GRPO: (1 - 0.5) / 0.5)
+        _record("b", "g1", 0.0, 1),  # advantage -1
+        _record("c", "g2", 1.0, 1),  # zero-variance group: excluded
+        _record("d", "g2", 1.0, 1),
+        _record("e", "g3", None, 1),  # no reward: its whole group goes (mask_group)
+        _record("f", "g3", 0.0, 1),
+    ]
+    made = records_to_batch(records, AdvantageConfig(), ReductionConfig())
+    assert made.batch is not None
+    assert [r.trajectory_id for r in made.records] == ["a", "b"]
+    assert made.batch.token_ids == [[1, 2, 3, 10, 11], [1, 2, 3, 10]]
+    assert made.batch.loss_mask == [[0, 0, 0, 1, 1], [0, 0, 0, 1]]
+    advantages = made.batch.advantages
+    assert advantages[0] == pytest.approx([0, 0, 0, 1, 1], abs=1e-5)
+    assert advantages[1] == pytest.approx([0, 0, 0, -1], abs=1e-5)
+    third = 1 / 3  # token_mean over the batch's 3 sampled tokens
+    assert made.batch.loss_weights == [
+        pytest.approx([0, 0, 0, third, third]),
+        pytest.approx([0, 0, 0, third]),
+    ]
+    assert made.batch.weight_versions == [[-1, -1, -1, 4, 4], [-1, -1, -1, 4]]
+    assert made.excluded["zero_variance"] == 2
+    assert made.excluded["masked"] == 1 and made.excluded["group_masked"] == 1
+    assert made.mean_reward == pytest.approx(3 / 5)
+
+
+def test_completions_become_a_batch_on_literal_ids() -> None:
+    batch = completions_to_batch(
+        prompts=[[1, 2, 3], [1, 2, 3], [7]],
+        completions=[[10, 11], [12], [13, 14, 15]],
+        sampler_logprobs=[[-0.5, -1.5], [-2.0], [-0.1, -0.2, -0.3]],
+        advantages=[0.5, -0.5, 2.0],
+        group_ids=["a", "a", "b"],
+        weight_version=3,
+    )
+    assert batch.token_ids == [[1, 2, 3, 10, 11], [1, 2, 3, 12], [7, 13, 14, 15]]
+    assert batch.loss_mask == [[0, 0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 1, 1]]
+    assert batch.sampler_logprobs[0] == [0.0, 0.0, 0.0, -0.5, -1.5]
+    assert batch.advantages == [[0, 0, 0, 0.5, 0.5], [0, 0, 0, -0.5], [0, 2, 2, 2]]
+    sixth = pytest.approx(1 / 6)  # token_mean over the 6 sampled tokens
+    assert batch.loss_weights == [
+        [0, 0, 0, sixth, sixth],
+        [0, 0, 0, sixth],
+        [0, sixth] + [sixth] * 2,
+    ]
+    assert batch.weight_versions == [[-1, -1, -1, 3, 3], [-1, -1, -1, 3], [-1, 3, 3, 3]]
+    with pytest.raises(ValueError, match="2 completion ids but 1 logprobs"):
+        completions_to_batch([[1]], [[2, 3]], [[-1.0]], [1.0], ["a"])
+
+
+def test_a_stream_of_groups_reshuffles_each_pass_and_is_stateless() -> None:
+    records = synthetic_records(num_groups=3, group_size=2, seed=0)
+    stream = GroupStream(records, seed=5)
+    first_pass = [r.group_id for r in stream.take(0, 3)]
+    assert sorted(first_pass) == ["g0", "g0", "g1", "g1", "g2", "g2"]
+    again = GroupStream(records, seed=5)
+    assert [r.group_id for r in again.take(2, 3)] == [r.group_id for r in stream.take(2, 3)]
+    second_pass = [r.group_id for r in stream.take(3, 3)]
+    assert sorted(second_pass) == sorted(first_pass)
