@@ -22,8 +22,9 @@ from safetensors.torch import save_file  # noqa: E402
 
 from bureau.errors import BureauSystemError, SystemErrorKind  # noqa: E402
 from bureau.inference.client import EngineClient, SamplingParams  # noqa: E402
+from bureau.inference.control import EngineControl, WeightSync  # noqa: E402
 from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
-from bureau.inference.server import EngineControl, ServerThread  # noqa: E402
+from bureau.inference.server import ServerThread  # noqa: E402
 
 NAME = "tiny"
 PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
@@ -129,7 +130,7 @@ def test_invalid_json_and_the_client_error(url: str) -> None:
 
 def test_pause_resume_and_update_weights(url: str, engine: InferenceEngine, tmp_path: Path) -> None:
     before = complete(url, GREEDY)
-    assert control(url, "pause", "keep") == 0
+    assert control(url, "pause", "keep") is None
     assert control(url, "is_paused") is True
     control(url, "resume")
     assert control(url, "is_paused") is False
@@ -150,6 +151,10 @@ def test_pause_resume_and_update_weights(url: str, engine: InferenceEngine, tmp_
     save_file(state, str(tmp_path / "model.safetensors"))
     assert control(url, "update_weights", tmp_path, 1) >= 0
     assert control(url, "weight_version") == 1
+    assert control(url, "is_paused") is False  # the update cycle resumed the engine
+    with pytest.raises(TypeError, match="state dict cannot be pushed over HTTP"):
+        control(url, "update_weights", state, 2)
+    assert issubclass(EngineControl, WeightSync)
     after = complete(url, GREEDY)
     assert after.weight_versions == [1] * len(after.token_ids)
     assert after.token_ids != before.token_ids

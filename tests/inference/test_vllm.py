@@ -24,6 +24,7 @@ import pytest
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import Completion, SamplingParams
+from bureau.inference.control import WeightSync, push_weights
 from bureau.inference.vllm import (
     VLLM_PYTHON_ENV,
     VLLMControl,
@@ -31,7 +32,6 @@ from bureau.inference.vllm import (
     VLLMServerConfig,
     check_weights_dir,
     find_vllm_python,
-    push_weights,
 )
 from bureau.sandbox import cleanup
 
@@ -270,7 +270,10 @@ def test_update_sequence_and_resume_after_a_failed_reload(
             recorder.calls.clear()
             with pytest.raises(FileNotFoundError):
                 await control.update_weights(tmp_path / "missing", 9)
+            with pytest.raises(TypeError, match="state dict cannot be pushed over HTTP"):
+                await control.update_weights({}, 9)
             assert recorder.calls == []
+            assert isinstance(control, WeightSync)
 
     asyncio.run(run())
 

@@ -54,6 +54,7 @@ from pydantic import Field
 from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import Completion, SamplingParams
+from bureau.inference.control import PAUSE_MODES, PauseMode
 from bureau.inference.sampling import draw
 from bureau.inference.weights import WeightPlan
 
@@ -62,8 +63,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 Kind = SystemErrorKind
-PauseMode = Literal["keep", "abort", "wait"]
-PAUSE_MODES: tuple[PauseMode, ...] = ("keep", "abort", "wait")
 DType = Literal["float32", "bfloat16", "float16", "auto"]
 
 

