@@ -18,6 +18,7 @@ from bureau.cli.eval import eval_command
 from bureau.cli.model import model_app
 from bureau.cli.options import SetOverrides
 from bureau.cli.serve import serve_command
+from bureau.cli.sft import bootstrap_app, train_sft_command
 from bureau.cli.train import train_offline_command
 
 app = typer.Typer(
@@ -33,6 +34,8 @@ app.add_typer(model_app, name="model")
 app.add_typer(audit_app, name="audit")
 app.command("serve")(serve_command)
 app.command("train-offline")(train_offline_command)
+app.add_typer(bootstrap_app, name="bootstrap")
+app.command("train-sft")(train_sft_command)
 app.command("eval")(eval_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.

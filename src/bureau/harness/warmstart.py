@@ -7,7 +7,8 @@ observation tokens and loss mask as real trajectories): list the folder, read a 
 `output/answer.json`, then answer. Sampled at temperature 1 afterwards, the model makes
 multi-turn trajectories with real tool calls, plus the occasional malformed call, unknown tool
 or rambling turn, which is what the harness and the audit should see. It is a test fixture and
-a CPU smoke-run policy, not a way to get a good agent.
+a CPU smoke-run policy, not a way to get a good agent (`bureau.bootstrap` makes the base policy
+for RL). Training runs through the `Trainer` with the `sft` loss, like the bootstrap's.
 """
 
 from __future__ import annotations
@@ -95,41 +96,6 @@ def demonstration(
     return record.token_ids, record.loss_mask
 
 
-def fit(
-    model: Any,
-    demos: Sequence[tuple[list[int], list[int]]],
-    *,
-    steps: int,
-    lr: float = 3e-3,
-    seed: int = 0,
-    log: Callable[[int, float], None] | None = None,
-) -> list[float]:
-    """Masked next-token NLL with AdamW, one demonstration per step; returns the losses."""
-    import torch
-
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    model.train()
-    losses = []
-    for step in range(steps):
-        ids, mask = demos[rng.randrange(len(demos))]
-        positions = [i for i, m in enumerate(mask) if m and i > 0]
-        input_ids = torch.tensor([ids])
-        keep = torch.tensor([p - 1 for p in positions])
-        logits = model(input_ids=input_ids, logits_to_keep=keep, use_cache=False).logits[0]
-        loss = torch.nn.functional.cross_entropy(logits.float(), input_ids[0, positions])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        losses.append(loss.item())
-        if log is not None:
-            log(step, losses[-1])
-    model.eval()
-    return losses
-
-
 DEFAULT_TOOLS = ("fs_list", "fs_read_text", "fs_write_text")
 """The tools of the demonstrations; runs of a warm-started model must expose the same ones."""
 
@@ -148,9 +114,14 @@ def warm_start(
     """Fit the checkpoint in `model_dir` to one demonstration per task folder, with the MCP
     tools named by `tools` (prefixes) in the prompt, and save it (with its tokenizer) to
     `out`. Returns the losses."""
-    from bureau.models.checkpoint import load_checkpoint
+    from transformers import AutoTokenizer
 
-    model, tokenizer = load_checkpoint(model_dir, dtype="float32")
+    from bureau.algo.losses import SFTLossConfig, make_loss_fn
+    from bureau.bootstrap.sft import export, fit
+    from bureau.trainer.config import OptimizerConfig, TrainerConfig
+    from bureau.trainer.trainer import Trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
     config = HarnessConfig(tool_prefixes=list(tools))
     specs = local_tool_specs(tools)
     renderer = Renderer(tokenizer, enable_thinking=config.enable_thinking)
@@ -159,10 +130,22 @@ def warm_start(
         demonstration(renderer, specs, instruction, script_for(files, rng), config)
         for instruction, files in task_examples(task_dirs)
     ]
-    losses = fit(model, demos, steps=steps, lr=lr, seed=seed, log=log)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(str(out), safe_serialization=True)
-    tokenizer.save_pretrained(str(out))
+    trainer_config = TrainerConfig(
+        optimizer=OptimizerConfig(lr=lr), compute_entropy=False, seed=seed
+    )
+    trainer = Trainer.from_pretrained(model_dir, make_loss_fn(SFTLossConfig()), trainer_config)
+    losses: list[float] = []
+
+    def on_step(metrics: dict[str, Any]) -> None:
+        losses.append(float(metrics["train/loss"]))
+        if log is not None:
+            log(len(losses) - 1, losses[-1])
+
+    try:
+        fit(trainer, demos, steps=steps, per_step=1, seed=seed, on_step=on_step)
+        export(trainer, model_dir, out)
+    finally:
+        trainer.close()
     return losses
 
 

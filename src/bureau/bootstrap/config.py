@@ -1,0 +1,129 @@
+"""Settings of the bootstrap: the teacher's mistakes, the recording run and the SFT run."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bureau.config import StrictModel
+from bureau.harness.loop import HarnessConfig
+from bureau.trainer.config import OptimizerConfig, TrainerConfig
+
+Mistake = Literal["wrong_file", "wrong_value", "missing_key", "malformed_call", "give_up"]
+MISTAKES: tuple[Mistake, ...] = (
+    "wrong_file",
+    "wrong_value",
+    "missing_key",
+    "malformed_call",
+    "give_up",
+)
+
+TEACHER_TOOLS = (
+    "fs_write_text",
+    "sheet_list",
+    "sheet_read",
+    "pdf_read_pages",
+    "docx_read",
+    "slides_read",
+    "mail_read",
+)
+"""Every tool the teacher calls; runs of a bootstrapped model must expose the same ones."""
+
+
+class MistakeRates(StrictModel):
+    """Probability of each deliberate mistake in one trajectory (at most one per trajectory)."""
+
+    wrong_file: float = Field(default=0.08, ge=0, le=1)
+    """Read another file of the workspace than the one named, and answer from it."""
+    wrong_value: float = Field(default=0.08, ge=0, le=1)
+    """Read the right file, but answer one key with another value seen in it."""
+    missing_key: float = Field(default=0.06, ge=0, le=1)
+    """Leave one answer key out of output/answer.json."""
+    malformed_call: float = Field(default=0.05, ge=0, le=1)
+    """Write the first tool call as invalid JSON, then recover after the harness's correction."""
+    give_up: float = Field(default=0.05, ge=0, le=1)
+    """Stop after reading, with a final message and no answer file."""
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> MistakeRates:
+        if self.total > 1.0 + 1e-9:
+            raise ValueError(f"the mistake rates add up to {self.total:.3f}, more than 1")
+        return self
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, name) for name in MISTAKES)
+
+    def draw(self, rng: random.Random) -> Mistake | None:
+        """One trajectory's mistake (None: a clean demonstration)."""
+        u = rng.random()
+        for name in MISTAKES:
+            u -= getattr(self, name)
+            if u < 0:
+                return name
+        return None
+
+    @classmethod
+    def off(cls) -> MistakeRates:
+        return cls(wrong_file=0, wrong_value=0, missing_key=0, malformed_call=0, give_up=0)
+
+
+def teacher_harness() -> HarnessConfig:
+    """The harness settings of recordings (and of runs of the bootstrapped model)."""
+    return HarnessConfig(max_turns=6, context_length=4096, tool_prefixes=list(TEACHER_TOOLS))
+
+
+class RecordConfig(StrictModel):
+    """`bureau bootstrap record`: the scripted teacher over a dataset, through real trials."""
+
+    dataset: Path
+    """Dataset folder (starter difficulty) whose tasks the teacher solves."""
+    model: Path
+    """Checkpoint folder whose tokenizer and chat template render the trajectories: the model
+    that will be trained on them."""
+    out: Path
+    """Run folder: trials/, trajectories.parquet, run.json."""
+    attempts: int = Field(default=1, ge=1)
+    """Trajectories per task (each draws its own mistake)."""
+    seed: int = 0
+    """Seeds the mistakes: the same seed gives the same trajectories."""
+    templates: list[str] | None = None
+    """Only tasks of these templates (the manifest field, e.g. `law.starter_register_value`)."""
+    max_tasks: int | None = Field(default=None, ge=1)
+    """Only the first N tasks (after the template filter)."""
+    mistakes: MistakeRates = Field(default_factory=MistakeRates)
+    """How often each deliberate mistake happens."""
+    harness: HarnessConfig = Field(default_factory=teacher_harness)
+    """The harness settings; the bootstrapped model must be run with the same tools."""
+    concurrency: int = Field(default=4, ge=1)
+    """Trials in flight at once."""
+    isolation: Literal["bwrap", "none"] = "bwrap"
+    """bwrap sandboxes, or none (unsafe: no isolation)."""
+
+
+class SFTConfig(StrictModel):
+    """`bureau train-sft`: supervised fine-tuning on recorded trajectories through the trainer."""
+
+    trajectories: Path
+    """Parquet file of trajectory records (`bureau bootstrap record` writes one)."""
+    model: Path
+    """Checkpoint folder to start from."""
+    out: Path
+    """Run folder: metrics.jsonl, config.json and weights/ (a Hugging Face folder)."""
+    steps: int = Field(default=60, ge=1)
+    """Optimizer steps."""
+    sequences_per_step: int = Field(default=8, ge=1)
+    """Trajectories per batch (drawn in a seeded, shuffled order, epoch after epoch)."""
+    min_reward: float | None = None
+    """Train only on trajectories with at least this reward (None: all, mistakes included)."""
+    seed: int = 0
+    """Seeds the data order and the trainer."""
+    trainer: TrainerConfig = Field(
+        default_factory=lambda: TrainerConfig(
+            optimizer=OptimizerConfig(lr=3e-3, warmup_steps=5), compute_entropy=False
+        )
+    )
+    """Optimisation, packing and precision (the SFT default lr is high: tiny models)."""

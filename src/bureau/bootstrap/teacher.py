@@ -1,0 +1,235 @@
+"""The scripted teacher: what to say in each assistant turn of a starter task.
+
+A starter task names its file in the instruction (`contracts/contract_register.xlsx`) and asks
+for a few answer keys. The teacher reads that file with the tool for its type, reads the sheet
+that a named range points to when the task is about named ranges, writes
+`output/answer.json` with the keys the instruction lists, and ends with a short message. Every
+call is one that a model could learn to make from what it sees: the path and the keys come from
+the instruction, the sheet name from the previous tool output. The values come from the task's
+rubric on the host (the teacher knows the answer), formatted as plainly as the tolerance allows.
+
+A seeded mistake changes one trajectory the way a weak policy fails: another file is read and
+answered from, one value is replaced by another number or name seen in the tool output, one key
+is left out, the first call is broken JSON (the harness then asks for a correction), or the
+teacher gives up after reading.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bureau.bootstrap.config import Mistake
+
+ANSWER_PATH = "output/answer.json"
+FINAL_MESSAGE = "I wrote my answer to output/answer.json."
+GIVE_UP_MESSAGE = "I could not find the answer in the files."
+READ_TOOLS = {
+    ".xlsx": "sheet_read",
+    ".pdf": "pdf_read_pages",
+    ".docx": "docx_read",
+    ".pptx": "slides_read",
+    ".eml": "mail_read",
+}
+_NAMED_FILE = re.compile(r"`([^`\s]+\.(?:xlsx|pdf|docx|pptx|eml))`")
+_ANSWER_KEY = re.compile(r"^- `([^`]+)`:", re.MULTILINE)
+_DEFINED_NAME = re.compile(r"(\w+) = '?([^'!]+)'?!")
+_NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
+
+ToolCall = tuple[str, dict[str, Any]]
+
+
+@dataclass
+class Criterion:
+    """One graded answer key: its type, the expected value and the numeric tolerance."""
+
+    key: str
+    kind: str
+    expected: Any
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
+
+
+@dataclass
+class TaskView:
+    """What the teacher knows about a task: what the model sees, plus the rubric."""
+
+    name: str
+    instruction: str
+    criteria: list[Criterion]
+    workspace_files: list[str] = field(default_factory=list)
+
+    @property
+    def named_files(self) -> list[str]:
+        """Files named in the instruction, in order, without repeats."""
+        found = [m for m in _NAMED_FILE.findall(self.instruction) if m != ANSWER_PATH]
+        return list(dict.fromkeys(found))
+
+    @property
+    def answer_keys(self) -> list[str]:
+        """The keys listed under the instruction's answer keys."""
+        return _ANSWER_KEY.findall(self.instruction)
+
+    @classmethod
+    def from_task_dir(cls, path: Path, name: str, instruction: str) -> TaskView:
+        rubric = json.loads((path / "tests" / "rubric.json").read_text())
+        criteria = [
+            Criterion(
+                c["field"], c["type"], c["expected"], c.get("rel_tol", 0.0), c.get("abs_tol", 0.0)
+            )
+            for c in rubric["criteria"]
+            if "field" in c
+        ]
+        workspace = path / "environment" / "workspace"
+        files = sorted(
+            str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file()
+        ) if workspace.is_dir() else []  # fmt: skip
+        return cls(name, instruction, criteria, files)
+
+
+def plain_number(value: float, rel_tol: float, abs_tol: float) -> int | float:
+    """`value` with the fewest decimals that the grader's tolerance still accepts."""
+    if float(value).is_integer():
+        return int(value)
+    tolerance = max(abs_tol, rel_tol * abs(value)) or 1e-9
+    for decimals in range(7):
+        rounded = round(value, decimals)
+        if abs(rounded - value) <= tolerance * 0.5:
+            return int(rounded) if decimals == 0 else rounded
+    return value
+
+
+def gold_answer(criteria: list[Criterion]) -> dict[str, Any]:
+    answer: dict[str, Any] = {}
+    for c in criteria:
+        if c.kind == "numeric":
+            answer[c.key] = plain_number(float(c.expected), c.rel_tol, c.abs_tol)
+        else:
+            answer[c.key] = c.expected
+    return answer
+
+
+def read_call(path: str) -> ToolCall:
+    """The tool call that reads `path` whole, by its extension."""
+    tool = READ_TOOLS.get(Path(path).suffix, "fs_read_text")
+    if tool == "mail_read":
+        return tool, {"message": path.removeprefix("mail/")}
+    return tool, {"path": path}
+
+
+def call_text(call: ToolCall) -> str:
+    name, arguments = call
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def malformed_text(call: ToolCall) -> str:
+    """The call with its closing brace lost: not JSON, so the harness answers a correction."""
+    return call_text(call).replace("}}\n</tool_call>", "}\n</tool_call>")
+
+
+def write_call(answer: dict[str, Any]) -> ToolCall:
+    content = json.dumps(answer)
+    return "fs_write_text", {"path": ANSWER_PATH, "content": content, "mode": "overwrite"}
+
+
+def sheet_of_named_range(observation: str) -> str | None:
+    """The sheet that the first defined name of a `sheet_list` output points to."""
+    match = _DEFINED_NAME.search(observation)
+    return match.group(2) if match else None
+
+
+def distractor(criterion: Criterion, seen: str, rng: random.Random) -> Any:
+    """A wrong value for `criterion`, taken from the tool output `seen` when it can be."""
+    expected = criterion.expected
+    if criterion.kind == "numeric":
+        tolerance = max(criterion.abs_tol, criterion.rel_tol * abs(float(expected)), 1e-9)
+        numbers = [float(n.replace(",", "")) for n in _NUMBER.findall(seen)]
+        numbers = [n for n in numbers if abs(n - float(expected)) > tolerance]
+        value = rng.choice(numbers) if numbers else float(expected) * rng.choice((0.5, 1.5, 2.0))
+        return plain_number(value, criterion.rel_tol, criterion.abs_tol)
+    names = [n for n in dict.fromkeys(_NAME.findall(seen)) if n not in json.dumps(expected)]
+    if criterion.kind == "entity_list":
+        items = list(expected)
+        if items and (not names or rng.random() < 0.5):
+            return items[:-1]
+        return [*items, rng.choice(names)] if names else [*items, "Unknown"]
+    if isinstance(expected, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", expected):
+        day = dt.date.fromisoformat(expected) + dt.timedelta(days=rng.choice((-7, -1, 1, 14)))
+        return day.isoformat()
+    if isinstance(expected, str) and expected.lower() in ("yes", "no"):
+        return "no" if expected.lower() == "yes" else "yes"
+    return rng.choice(names) if names else f"{expected} Group"
+
+
+class Teacher:
+    """The turns of one trajectory; `next_turn(observation)` gives the next assistant text.
+
+    The observation is the text the harness appended since the previous turn (a tool result, a
+    correction), None before the first turn.
+    """
+
+    def __init__(self, task: TaskView, mistake: Mistake | None, rng: random.Random) -> None:
+        self.task = task
+        self.mistake = mistake
+        self.rng = rng
+        self._script = self._turns()
+        self._started = False
+
+    def next_turn(self, observation: str | None) -> str:
+        try:
+            if not self._started:
+                self._started = True
+                return next(self._script)
+            return self._script.send(observation or "")
+        except StopIteration:
+            # Past the script (the harness kept going): answer again and stop.
+            return FINAL_MESSAGE
+
+    def _targets(self) -> list[str]:
+        named = self.task.named_files or self.task.workspace_files[:1]
+        if self.mistake == "wrong_file":
+            others = [f for f in self.task.workspace_files if f not in named]
+            same_kind = [f for f in others if Path(f).suffix in READ_TOOLS]
+            if same_kind or others:
+                return [self.rng.choice(same_kind or others)]
+        return named
+
+    def _turns(self) -> Generator[str, str, None]:
+        seen: list[str] = []
+        for index, path in enumerate(self._targets()):
+            call = read_call(path)
+            named_range = path.endswith(".xlsx") and "named range" in self.task.instruction
+            if named_range:
+                call = ("sheet_list", {"path": path})
+            if self.mistake == "malformed_call" and index == 0:
+                yield malformed_text(call)
+            seen.append((yield call_text(call)))
+            sheet = sheet_of_named_range(seen[-1]) if named_range else None
+            if sheet is not None:
+                seen.append((yield call_text(("sheet_read", {"path": path, "sheet": sheet}))))
+        if self.mistake == "give_up":
+            yield GIVE_UP_MESSAGE
+            return
+        yield call_text(write_call(self._answer("\n".join(seen))))
+        yield FINAL_MESSAGE
+
+    def _answer(self, seen: str) -> dict[str, Any]:
+        criteria = self.task.criteria
+        answer = gold_answer(criteria)
+        if self.mistake == "wrong_file":
+            answer = {c.key: distractor(c, seen, self.rng) for c in criteria}
+        elif self.mistake == "wrong_value" and criteria:
+            wrong = self.rng.choice(criteria)
+            answer[wrong.key] = distractor(wrong, seen, self.rng)
+        elif self.mistake == "missing_key" and answer:
+            del answer[self.rng.choice(list(answer))]
+        # The instruction's key order (the grader ignores order; a model sees this one).
+        order = {k: i for i, k in enumerate(self.task.answer_keys)}
+        return dict(sorted(answer.items(), key=lambda kv: order.get(kv[0], len(order))))
