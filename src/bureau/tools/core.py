@@ -41,9 +41,7 @@ import anyio
 import anyio.to_thread
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field
-
-from bureau.config import StrictModel
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -61,8 +59,12 @@ PathArg = Annotated[
 Overwrite = Annotated[bool, Field(description="Replace the file if it already exists.")]
 
 
-class ToolSettings(StrictModel):
+class ToolSettings(BaseModel):
     """Limits shared by every tool of one server process."""
+
+    # Strict like `bureau.config.StrictModel`, restated because the sandbox exposes only
+    # `bureau.tools` and `bureau.errors` of the package (`SANDBOX_PACKAGE_ENTRIES`).
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_output_chars: int = Field(default=20_000, ge=200)
     """A longer text result keeps its head and tail and says how much was cut."""
