@@ -72,7 +72,7 @@ def tool_model(
     tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, small_dataset: Path
 ) -> Path:
     """`tiny_model` after `bureau model warm-start`: it calls three fs_ tools, imperfectly."""
-    from bureau.cli.commands import task_dirs
+    from bureau.cli.common import task_dirs
     from bureau.harness.warmstart import warm_start
 
     def build(out: Path) -> None:

@@ -25,7 +25,7 @@ def audit_tito(
     trainer-side logprobs vs the sampler's, and the drift a naive re-tokenization would cause.
     Exits 1 when any trajectory's tokens do not match."""
     from bureau.audit.tito import audit_run
-    from bureau.cli.commands import console
+    from bureau.cli.common import console
 
     try:
         result = audit_run(run, model)

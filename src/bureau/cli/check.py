@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.table import Table
 
-from bureau.cli.commands import console, progress_bar, task_dirs
+from bureau.cli.common import console, progress_bar, task_dirs
 from bureau.errors import BureauSystemError
 from bureau.tasks.errors import TaskFormatErrors
 from bureau.tasks.taskdir import TaskDir, load_task_dir

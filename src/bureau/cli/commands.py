@@ -3,32 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
 from bureau.checks.offline import AnswerMode, CheckSummary, check_tasks, summarize
-from bureau.tasks.dataset import load_dataset, validate_dataset
+from bureau.cli.common import console, progress_bar, task_dirs
+from bureau.tasks.dataset import validate_dataset
 from bureau.tasks.errors import TaskFormatErrors
 from bureau.worlds.builder import BuildConfig, WorldResult, build_split
-
-console = Console(soft_wrap=True)  # never break paths and error lines
-
-
-def progress_bar() -> Progress:
-    return Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-    )
 
 
 def build(cfg: BuildConfig) -> dict[str, Any]:
@@ -120,13 +105,6 @@ def run_validate(root: Path, require_solution: bool) -> int:
     return 0 if report.ok else 1
 
 
-def task_dirs(root: Path) -> list[Path]:
-    if (root / "task.toml").exists():
-        return [root]
-    dataset = load_dataset(root)
-    return [dataset.task_path(task_id) for task_id in dataset.task_ids]
-
-
 def grade(root: Path, mode: AnswerMode, jobs: int) -> CheckSummary:
     dirs = task_dirs(root)
     started = time.perf_counter()
@@ -171,89 +149,3 @@ def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
     return 0 if summary.ok else 1
-
-
-def run_demo(out: Path, seed: int, jobs: int) -> int:
-    """Small train and eval sets (every domain), oracle and empty grading in-process, then the
-    eval set as real sandboxed trials with the oracle and nop agents; one summary."""
-    console.rule("bureau demo")
-    results: dict[str, dict[str, Any]] = {}
-    ok = True
-    for split, worlds, tasks in (("train", 6, 60), ("eval", 3, 24)):
-        cfg = BuildConfig(split, worlds, tasks, seed, out / split, jobs=jobs, force=True)
-        report = build(cfg)
-        print_build_report(report)
-        results[split] = {"build": report}
-        for mode in ("oracle", "empty"):
-            summary = grade(out / split, mode, jobs)
-            print_grade_summary(f"{split}", summary)
-            results[split][mode] = summary.to_dict()
-            ok = ok and summary.ok
-    console.rule("sandboxed trials")
-    from bureau.cli.check import run_check
-    from bureau.sandbox import get_runtime
-
-    try:
-        get_runtime("local").close()
-    except Exception as exc:  # no bubblewrap here: the rest of the demo still stands
-        console.print(f"[yellow]skipping sandboxed trials:[/] {exc}")
-    else:
-        for agent in ("oracle", "nop"):
-            shutil.rmtree(out / f"trials-{agent}", ignore_errors=True)
-            code = run_check(out / "eval", agent, 4, "bwrap", out / f"trials-{agent}", 4)
-            results["eval"][f"sandboxed_{agent}_ok"] = code == 0
-            ok = ok and code == 0
-        ok = run_demo_harness(out, results) and ok
-    (out / "demo-summary.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    verdict = "[green]all checks passed[/]" if ok else "[red]some tasks are broken[/]"
-    console.print(f"{verdict}; summary in {out / 'demo-summary.json'}")
-    return 0 if ok else 1
-
-
-def run_demo_harness(out: Path, results: dict[str, Any]) -> bool:
-    """A tiny model (random, then warm-started on the tool-call format; both kept in
-    `out/models` for the next run) drives 6 eval tasks through the harness and the built-in
-    engine; the token-in/token-out audit checks the run."""
-    console.rule("agent harness (tiny model, built-in engine)")
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        console.print("[yellow]skipping the harness:[/] torch is not installed (train extra)")
-        return True
-    from bureau.audit.tito import audit_run
-    from bureau.cli.check import load_tasks
-    from bureau.cli.harness_check import run_harness_check
-    from bureau.harness.loop import HarnessConfig
-    from bureau.harness.warmstart import DEFAULT_TOOLS, warm_start
-    from bureau.models.checkpoint import init_checkpoint
-
-    models = out / "models"
-    base, tools_model = models / "tiny-qwen3", models / "tiny-tools"
-    if not (base / "config.json").is_file():
-        init_checkpoint("qwen3", 2, 64, base, overwrite=True)
-    config = HarnessConfig(
-        tool_prefixes=list(DEFAULT_TOOLS), max_turns=6, context_length=4096, max_tokens_per_turn=96
-    )
-    if not (tools_model / "config.json").is_file():
-        console.print("warm-starting the tiny model on the tool-call format (about 2 minutes)")
-        losses = warm_start(base, tools_model, task_dirs(out / "train")[:24])
-        console.print(f"warm start: loss {losses[0]:.2f} -> {losses[-1]:.2f}")
-    run = out / "harness"
-    shutil.rmtree(run, ignore_errors=True)
-    code = run_harness_check(
-        load_tasks(out / "eval", 6),
-        model=tools_model,
-        engine="builtin",
-        engine_urls=[],
-        out=run,
-        harness=config,
-        concurrency=3,
-        max_starting=3,
-        isolation="bwrap",
-        agent_timeout_s=300,
-    )
-    report = audit_run(run, None)
-    for line in report.lines()[:4]:
-        console.print(line, markup=False, highlight=False)
-    results["harness"] = {"exit_code": code, "audit": report.to_dict()}
-    return code == 0 and not report.token_mismatches

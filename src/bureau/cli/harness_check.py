@@ -1,10 +1,13 @@
 """`bureau tasks check --agent harness`: a model drives every task through real sandboxes.
 
 The engine is the built-in one (`bureau serve`, started here), vLLM (started from `.venv-vllm`)
-or servers already running (`--engine-url`, several spread by the router). The run folder keeps
-the resolved configuration (`run.json`), the engine's log, the trial directories (each with the
-agent's record and ATIF trajectory) and `trajectories.parquet`, one row per trajectory with its
-reward. Rewards and stop reasons are reported; only system errors make the exit code non-zero.
+or servers already running (`--engine-url`, several spread by the router), all through
+`bureau.inference.session.engine_session`; each trajectory gets its trial's reward through
+`bureau.harness.agent.complete_record`; this module only runs them and prints. The run folder
+keeps the run's settings (`run.json`, `config.resolved.toml`), the engine's log, the trial
+directories (each with the agent's record and ATIF trajectory) and `trajectories.parquet`, one
+row per trajectory with its reward. Rewards and stop reasons are reported; only system errors
+make the exit code non-zero.
 """
 
 from __future__ import annotations
@@ -14,68 +17,15 @@ import json
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bureau.cli.commands import console, progress_bar
+from bureau.cli.common import console, progress_bar
 from bureau.config import dump_resolved_config
 from bureau.harness.loop import HarnessConfig
-from bureau.inference.client import EngineClient, Sampler
 from bureau.records import TrajectoryRecord
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.result import TrialResult
-
-
-@contextmanager
-def engine_session(
-    engine: str, model: Path, urls: list[str], out: Path, context_length: int
-) -> Iterator[tuple[Sampler, list[EngineClient]]]:
-    """Start (or reach) the engine(s); yields the sampler and the clients to close."""
-    from bureau.inference.launch import BuiltinServer, BuiltinServerConfig
-    from bureau.inference.vllm import VLLMServer, VLLMServerConfig
-
-    name = model.name
-    server: BuiltinServer | VLLMServer | None = None
-    if engine == "builtin":
-        server = BuiltinServer(BuiltinServerConfig(model=model, log_path=out / "engine.log"))
-    elif engine == "vllm":
-        server = VLLMServer(
-            VLLMServerConfig(model=model, max_model_len=context_length, log_path=out / "engine.log")
-        )
-    try:
-        if server is not None:
-            console.print(f"starting the {engine} engine on {model} ...")
-            server.start()
-            console.print(f"{engine} engine ready at {server.base_url} in {server.startup_s:.1f} s")
-            urls = [server.base_url]
-            name = server.served_model_name
-        clients = [EngineClient(url, name) for url in urls]
-        if len(clients) == 1:
-            yield clients[0], clients
-        else:
-            from bureau.inference.router import Router
-
-            yield Router(clients), clients
-    finally:
-        if server is not None:
-            server.stop()
-
-
-def _complete_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord | None:
-    from bureau.harness.agent import load_record
-
-    record = load_record(trials_dir / result.trial_name)
-    if record is None:
-        return None
-    record.trial_name = result.trial_name
-    record.trial_status = result.status
-    record.group_id = record.group_id or result.task_name  # attempts at one task form a group
-    record.reward = None if result.system_error else result.reward
-    if result.system_error and record.system_error is None and result.exception_info:
-        record.system_error = result.exception_info.exception_message
-    return record
 
 
 def summarize(results: list[TrialResult], records: list[TrajectoryRecord], seconds: float) -> int:
@@ -126,8 +76,9 @@ def run_harness_check(
 ) -> int:
     from transformers import AutoTokenizer
 
-    from bureau.harness.agent import HarnessAgent
+    from bureau.harness.agent import HarnessAgent, complete_record
     from bureau.harness.render import Renderer
+    from bureau.inference.session import engine_session
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
     from bureau.trials.scheduler import SchedulerConfig, run_trials
@@ -156,10 +107,9 @@ def run_harness_check(
     started = time.perf_counter()
     try:
         with (
-            engine_session(engine, model, engine_urls, out, harness.context_length) as (
-                sampler,
-                clients,
-            ),
+            engine_session(
+                engine, model, engine_urls, out, harness.context_length, say=console.print
+            ) as (sampler, clients),
             progress_bar() as progress,
         ):
             bar = progress.add_task("harness trials", total=len(tasks) * attempts)
@@ -183,7 +133,7 @@ def run_harness_check(
     finally:
         runtime.close()
     seconds = time.perf_counter() - started
-    records = [r for r in (_complete_record(res, trials_dir) for res in results) if r is not None]
+    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / "trajectories.parquet")
     code = summarize(results, records, seconds)
     console.print(

@@ -247,7 +247,7 @@ def demo(
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
 ) -> None:
     """Build a small train and eval set, grade oracle and empty answers, print a summary."""
-    from bureau.cli.commands import run_demo
+    from bureau.cli.demo import run_demo
 
     raise typer.Exit(run_demo(out, seed, jobs))
 

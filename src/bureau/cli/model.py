@@ -80,7 +80,7 @@ def model_warm_start(
     CPU runs get multi-turn trajectories. A fixture for smoke runs, not a good agent."""
     from rich.console import Console
 
-    from bureau.cli.commands import task_dirs
+    from bureau.cli.common import task_dirs
     from bureau.harness.warmstart import DEFAULT_TOOLS, warm_start
 
     console = Console()

@@ -17,6 +17,7 @@ import json
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bureau.errors import BureauSystemError, SystemErrorKind
@@ -29,6 +30,7 @@ from bureau.trials.agents import Agent, AgentContext, AgentResult
 
 if TYPE_CHECKING:
     from bureau.trials.mcp_link import ToolLink
+    from bureau.trials.result import TrialResult
 
 ANSWER_PATH = "output/answer.json"
 RECORD_FILE = "record.json"
@@ -133,9 +135,27 @@ class HarnessAgent(Agent):
 
 def load_record(trial_dir: Any) -> TrajectoryRecord | None:
     """The harness record of a trial directory, or None when the agent left none."""
-    from pathlib import Path
-
     path = Path(trial_dir) / "agent" / RECORD_FILE
     if not path.is_file():
         return None
     return TrajectoryRecord.from_dict(json.loads(path.read_text()))
+
+
+def complete_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord | None:
+    """The agent's record of a finished trial, joined with what the trial decided.
+
+    The trial adds its name and status, the reward (None when the trial is a system error, so
+    a failure of the machinery never trains as a zero), the error's message when the agent's
+    record has none, and the group: the task, unless the agent set one, so that attempts at
+    one task form one advantage group. None when the agent left no record.
+    """
+    record = load_record(trials_dir / result.trial_name)
+    if record is None:
+        return None
+    record.trial_name = result.trial_name
+    record.trial_status = result.status
+    record.group_id = record.group_id or result.task_name
+    record.reward = None if result.system_error else result.reward
+    if result.system_error and record.system_error is None and result.exception_info:
+        record.system_error = result.exception_info.exception_message
+    return record
