@@ -2,8 +2,9 @@
 
 Settings come from the flags, the harness table of `--harness-config`, and `--set key=value`
 overrides (applied last, e.g. `--set harness.max_turns=6`, `--set bootstrap_resamples=5000`);
-the resolved config is written into the run folder next to `eval.json`. The command line is
-parsed before the harness (and torch) are imported, so `--help` is instant.
+every key of `bureau.evaluation.run.EvalConfig` can be set this way. The resolved config is
+written into the run folder next to `eval.json`. The command line is parsed before the harness
+(and torch) are imported, so `--help` is instant.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+from bureau.cli.options import SetOverrides
 
 if TYPE_CHECKING:
     from bureau.evaluation.report import EvalReport, GroupReport, MeanEstimate, RateEstimate
@@ -53,10 +56,7 @@ def eval_command(
         Path | None,
         typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
     ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="KEY=VALUE override, e.g. harness.max_turns=6; repeatable."),
-    ] = None,
+    set_: SetOverrides = None,
     seed: Annotated[
         int | None,
         typer.Option(help="Bootstrap seed; also seeds each attempt's sampling (distinct seeds)."),

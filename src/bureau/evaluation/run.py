@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from bureau.config import StrictModel, dump_resolved_config
 from bureau.evaluation.attempts import attempt_from_trial
@@ -64,16 +64,6 @@ class EvalConfig(StrictModel):
     """Normal quantile of the Wilson intervals (1.96: 95%)."""
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
     """Harness limits and sampling."""
-
-    @field_validator("harness", mode="before")
-    @classmethod
-    def _known_harness_keys(cls, value: object) -> object:
-        # HarnessConfig itself ignores unknown keys; here a typo in `--set harness.x=v` is an error.
-        if isinstance(value, dict):
-            unknown = sorted(set(value) - set(HarnessConfig.model_fields))
-            if unknown:
-                raise ValueError(f"unknown harness setting(s): {', '.join(unknown)}")
-        return value
 
 
 @dataclass(frozen=True)
@@ -195,9 +185,9 @@ def _run_trials(
 ) -> list[AttemptRow]:
     from transformers import AutoTokenizer
 
-    from bureau.cli.harness_check import _complete_record, engine_session
-    from bureau.harness.agent import HarnessAgent
+    from bureau.harness.agent import HarnessAgent, complete_record
     from bureau.harness.render import Renderer
+    from bureau.inference.session import engine_session
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
     from bureau.trials.result import TrialResult
@@ -247,7 +237,7 @@ def _run_trials(
             results = asyncio.run(main())
     finally:
         runtime.close()
-    records = [r for r in (_complete_record(res, trials_dir) for res in results) if r is not None]
+    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / "trajectories.parquet")
     domains = {t.task.name: t.domain for t in tasks}
     return [attempt_from_trial(result, domains[result.task_name]) for result in results]
