@@ -17,6 +17,7 @@ from bureau.cli.audit import audit_app
 from bureau.cli.eval import eval_command
 from bureau.cli.model import model_app
 from bureau.cli.options import SetOverrides
+from bureau.cli.rl import train_command
 from bureau.cli.serve import serve_command
 from bureau.cli.sft import bootstrap_app, train_sft_command
 from bureau.cli.train import train_offline_command
@@ -37,6 +38,7 @@ app.command("train-offline")(train_offline_command)
 app.add_typer(bootstrap_app, name="bootstrap")
 app.command("train-sft")(train_sft_command)
 app.command("eval")(eval_command)
+app.command("train")(train_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

@@ -58,6 +58,8 @@ class LoopSettings:
     eval_attempts: int = 1
     eval_temperature: float | None = None
     repair_every_s: float = 5.0
+    max_batches_without_signal: int = 25
+    """Consecutive batches with no usable group before the run stops with an error."""
 
 
 class Controller:
@@ -225,6 +227,7 @@ class Controller:
         history: list[dict[str, Any]] = []
         last = time.perf_counter()
         wait_total = 0.0
+        barren, barren_why, barren_errors = 0, Counter[str](), Counter[str | None]()
         self.activity.window()
         while self.version < self.settings.steps and not self.stop_requested.is_set():
             stop = asyncio.create_task(self.stop_requested.wait())
@@ -241,7 +244,14 @@ class Controller:
             if made.batch is None:
                 self._counters["data/groups_without_signal"] += len(groups)
                 self._finish_groups(groups, trained=False)
+                barren += 1
+                for reason, n in made.excluded.items():
+                    barren_why[reason] += n
+                barren_errors.update(r.error_kind for g in groups for r in g.rollouts)
+                if barren >= self.settings.max_batches_without_signal:
+                    raise LoopStalled(barren, barren_why, barren_errors)
                 continue
+            barren, barren_why, barren_errors = 0, Counter(), Counter()
             busy_started = time.perf_counter()
             metrics = await self.trainer.step(made.batch)
             busy = time.perf_counter() - busy_started
@@ -364,6 +374,25 @@ class Controller:
                 continue
             if fixed:
                 self._counters["engines/weights_repaired"] += fixed
+
+
+class LoopStalled(RuntimeError):
+    """Batch after batch carried no learning signal: every trajectory failed, or every group
+    had one reward for all its attempts."""
+
+    def __init__(self, batches: int, why: Counter[str], errors: Counter[str | None]) -> None:
+        kinds = {k: n for k, n in errors.items() if k is not None}
+        reasons = {k: n for k, n in why.items() if n}
+        hint = (
+            "system errors dominate: check the trial directories' exception.txt"
+            if kinds
+            else "every group had identical rewards: the policy always fails (or always "
+            "passes) these tasks, so group-relative advantages are zero"
+        )
+        super().__init__(
+            f"{batches} batches in a row had no usable group (excluded: {reasons}; system "
+            f"errors by kind: {kinds}): {hint}"
+        )
 
 
 def _scalar(value: Any) -> bool:

@@ -1,0 +1,13 @@
+"""Ray: where the loop's processes are placed. The only part of bureau (with the CLI) that
+imports Ray.
+
+- `remote`: the actors, thin shells around the plain objects of `bureau.loop.sides` and
+  `bureau.loop.worker`: engines (the built-in engine with its HTTP server, or a vLLM server
+  process), trainer ranks (one process, or FSDP2 ranks joined by torch.distributed: gloo on CPU,
+  nccl on GPUs) and rollout workers.
+- `ports`: the controller's ports over them. A rollout worker that dies raises `WorkerLost` for
+  its trajectories (Ray restarts it); an engine that dies is restarted on the same port and gets
+  the current weights again (`repair`).
+- `cluster`: connecting to Ray and placing a run's actors in one placement group with their
+  resources, so the same code asks for GPUs on a cluster.
+"""

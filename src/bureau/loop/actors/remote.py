@@ -1,0 +1,195 @@
+"""The Ray actors of a run: engines, trainer ranks, rollout workers (see `bureau.loop.actors`)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from bureau.loop.rollout import Rollout, RolloutRequest
+from bureau.loop.sides import EngineHost, TrainerHost
+from bureau.loop.worker import RolloutWorker, WorkerSpec
+from bureau.records import TrainBatch
+
+if TYPE_CHECKING:
+    import torch
+
+    from bureau.algo.losses import PolicyLossConfig
+    from bureau.inference.engine import EngineConfig
+    from bureau.trainer.config import TrainerConfig
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+@functools.cache
+def _remote(cls: type) -> Any:
+    return ray.remote(cls)
+
+
+def actor(cls: type, **options: Any) -> Any:
+    """`cls` as a Ray actor class with `options` (handles are dynamic: typed Any)."""
+    return _remote(cls).options(**options)
+
+
+def _threads(cpus: float) -> int:
+    return max(1, int(cpus))
+
+
+class EngineActor:
+    """A built-in engine and its HTTP server; Ray restarts it on the same port."""
+
+    def __init__(self, model_dir: str, config: EngineConfig, port: int, cpus: float) -> None:
+        host = ray.util.get_node_ip_address()
+        self.host = EngineHost(model_dir, config, host=host, port=port, threads=_threads(cpus))
+
+    def url(self) -> str:
+        return self.host.url
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def update_weights(self, state: dict[str, torch.Tensor] | str, version: int) -> float:
+        return self.host.update_weights(state, version)
+
+    def weight_version(self) -> int:
+        return self.host.weight_version()
+
+    def stop(self) -> None:
+        self.host.stop()
+
+
+class VLLMEngineActor:
+    """A vLLM server process (from `.venv-vllm` on CPU); weights reload from a folder."""
+
+    def __init__(self, model_dir: str, max_model_len: int, log_path: str, port: int) -> None:
+        from bureau.inference.vllm import VLLMServer, VLLMServerConfig
+
+        config = VLLMServerConfig(
+            model=Path(model_dir),
+            max_model_len=max_model_len,
+            log_path=Path(log_path),
+            host=ray.util.get_node_ip_address(),
+            port=port,
+        )
+        self.server = VLLMServer(config).start()
+        self.version = 0
+
+    def url(self) -> str:
+        return self.server.base_url
+
+    def served_model_name(self) -> str:
+        return self.server.served_model_name
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def update_weights(self, folder: str, version: int) -> float:
+        control = self.server.control()
+        try:
+            seconds = await control.update_weights(Path(folder), version)
+        finally:
+            await control.aclose()
+        self.version = version
+        return seconds
+
+    def weight_version(self) -> int:
+        return self.version
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class TrainerActor:
+    """One trainer rank. Ranks of one trainer join a gloo/nccl group through `setup`."""
+
+    def __init__(self, rank: int, world_size: int) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.host: TrainerHost | None = None
+
+    def address(self) -> tuple[str, int]:
+        return ray.util.get_node_ip_address(), free_port()
+
+    def setup(
+        self,
+        master: tuple[str, int],
+        model_dir: str,
+        trainer: TrainerConfig,
+        loss: PolicyLossConfig,
+        seed: int,
+        cpus: float,
+    ) -> None:
+        distributed = self.world_size > 1
+        if distributed:
+            os.environ.update(
+                MASTER_ADDR=master[0],
+                MASTER_PORT=str(master[1]),
+                RANK=str(self.rank),
+                WORLD_SIZE=str(self.world_size),
+                LOCAL_RANK=str(self.rank % max(1, len(ray.get_gpu_ids()) or 1)),
+            )
+        self.host = TrainerHost(
+            model_dir, trainer, loss, seed=seed, distributed=distributed, threads=_threads(cpus)
+        )
+
+    def _host(self) -> TrainerHost:
+        assert self.host is not None, "setup() first"
+        return self.host
+
+    def step(self, batch: TrainBatch) -> dict[str, Any]:
+        return self._host().step(batch)
+
+    def version(self) -> int:
+        return self._host().version()
+
+    def state_dict(self, dtype: str) -> dict[str, torch.Tensor]:
+        return self._host().state_dict(dtype)
+
+    def save(self, path: str, loop_state: dict[str, Any]) -> None:
+        self._host().save(path, loop_state)
+
+    def load(self, path: str) -> dict[str, Any]:
+        return self._host().load(path)
+
+    def export(self, out: str) -> str:
+        return self._host().export(out)
+
+    def close(self) -> None:
+        if self.host is not None:
+            self.host.close()
+
+
+class RolloutActor:
+    """A rollout worker process: trials run concurrently on its event loop."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.worker: RolloutWorker | None = None
+        self._starting: asyncio.Lock | None = None
+
+    async def _ready(self) -> RolloutWorker:
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self.worker is None:
+                self.worker = await RolloutWorker(self.spec).start()
+        return self.worker
+
+    async def ping(self) -> int:
+        await self._ready()
+        return os.getpid()
+
+    async def rollout(self, request: RolloutRequest) -> Rollout:
+        return await (await self._ready()).rollout(request)
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            await self.worker.close()

@@ -1,0 +1,120 @@
+"""`bureau train`: build the run's actors on Ray from a `RunConfig` and drive the controller.
+
+The run folder holds the resolved config, `metrics.jsonl` (+ TensorBoard), `checkpoint/`
+(trainer and loop state), `trials/` (train and eval trial directories), `engines/` (logs),
+`evals.json` (every held-out evaluation) and, at the end, `weights/` (the final policy). Running
+the same command on the same folder resumes from the checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import Callable
+
+from bureau.config import dump_resolved_config
+from bureau.loop.config import RunConfig
+from bureau.loop.controller import LOOP_STATE, Controller, LoopSettings, read_loop_state
+from bureau.loop.data import TaskStream, load_tasks
+from bureau.loop.metrics import MetricsLog, truncate_metrics
+
+Say = Callable[[str], None]
+
+
+def settings_of(config: RunConfig) -> LoopSettings:
+    return LoopSettings(
+        steps=config.steps,
+        groups_per_step=config.async_.groups_per_step,
+        attempts=config.rollout.attempts,
+        max_in_flight=config.rollout.max_in_flight,
+        max_staleness=config.async_.staleness_bound,
+        stale_policy=config.async_.stale_policy,
+        seed=config.seed,
+        checkpoint_every=config.checkpoint.every,
+        eval_every=config.eval.every,
+        eval_at_start=config.eval.at_start,
+        eval_at_end=config.eval.at_end,
+        eval_attempts=config.eval.attempts,
+        eval_temperature=config.eval.temperature,
+    )
+
+
+def train(
+    config: RunConfig, *, say: Say = print, on_step: Callable[..., None] | None = None
+) -> int:
+    """Run (or resume) the configured training; returns the final step."""
+    from bureau.loop.actors.cluster import RayRun, connect_ray, disconnect_ray
+    from bureau.loop.actors.ports import RayRollout, RayTrainer, RayWeights
+
+    out = config.out
+    out.mkdir(parents=True, exist_ok=True)
+    dump_resolved_config(config, out)
+    checkpoint = out / "checkpoint"
+    if (checkpoint / LOOP_STATE).is_file():
+        version = int(read_loop_state(checkpoint)["version"])
+        dropped = truncate_metrics(out, version)
+        say(f"resuming from step {version} ({dropped} metric lines past it dropped)")
+    tasks = load_tasks(config.data.train, config.data.train_filter)
+    eval_tasks = load_tasks(config.data.eval, config.data.eval_filter) if config.data.eval else []
+    say(f"{len(tasks)} training tasks, {len(eval_tasks)} held-out tasks")
+    started_ray = connect_ray(config)
+    run = RayRun(config, say)
+    sink = MetricsLog(out, tensorboard=config.logging.tensorboard)
+    try:
+        run.start()
+        trainer = RayTrainer(run.trainer_ranks)
+        controller = Controller(
+            settings_of(config),
+            stream=TaskStream(tasks, seed=config.seed),
+            rollout=RayRollout(run.workers),
+            trainer=trainer,
+            weights=RayWeights(
+                trainer,
+                run.engines,
+                transport=config.transport,
+                dtype=config.weights.dtype,
+                folder=out / "weights-sync",
+            ),
+            advantages=config.algorithm.advantages,
+            reduction=config.algorithm.reduction,
+            sink=sink,
+            checkpoint_dir=checkpoint,
+            eval_tasks=eval_tasks,
+            on_step=on_step,
+        )
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGINT, _stopper(controller, say))
+            try:
+                await controller.run()
+                if config.checkpoint.export_weights:
+                    await trainer.export(out / "weights")
+            finally:
+                loop.remove_signal_handler(signal.SIGINT)
+
+        asyncio.run(main())
+        evals_file = out / "evals.json"
+        earlier = json.loads(evals_file.read_text()) if evals_file.is_file() else []
+        evals_file.write_text(json.dumps(earlier + controller.evals, indent=1) + "\n")
+        return controller.version
+    finally:
+        sink.close()
+        run.close()
+        if started_ray:
+            disconnect_ray()
+
+
+def _stopper(controller: Controller, say: Say) -> Callable[[], None]:
+    presses = 0
+
+    def stop() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            raise KeyboardInterrupt
+        say("stopping: finishing the current step and saving a checkpoint (Ctrl-C again: now)")
+        controller.request_stop()
+
+    return stop
