@@ -132,9 +132,10 @@ class AsyncSection(StrictModel):
 
 
 class WeightsSection(StrictModel):
-    transport: Literal["auto", "object_store", "disk", "nccl"] = "auto"
+    transport: Literal["auto", "object_store", "disk", "nccl", "gloo"] = "auto"
     """How weights reach the engines: the state dict through Ray's object store (builtin), a
-    safetensors folder that the engine reloads (vLLM), or an NCCL broadcast (GPUs). auto picks
+    safetensors folder that the engine reloads (vLLM), or a broadcast from trainer rank 0 to
+    builtin engines: nccl on GPUs, gloo its CPU stand-in (used by tests). auto picks
     object_store for builtin engines and disk for vLLM."""
     dtype: Literal["float32", "bfloat16"] = "float32"
     """The dtype weights are sent in (the engines' dtype)."""
@@ -214,8 +215,9 @@ class RunConfig(StrictModel):
     def _consistent(self) -> RunConfig:
         if self.engines.kind == "url" and not self.engines.urls:
             raise ValueError("engines.kind = 'url' needs engines.urls")
-        if self.weights.transport == "object_store" and self.engines.kind != "builtin":
-            raise ValueError("weights.transport = 'object_store' needs builtin engines")
+        transport = self.weights.transport
+        if transport in ("object_store", "nccl", "gloo") and self.engines.kind != "builtin":
+            raise ValueError(f"weights.transport = {transport!r} needs builtin engines")
         if self.rollout.attempts < self.algorithm.advantages.min_group_size:
             raise ValueError(
                 f"rollout.attempts ({self.rollout.attempts}) is below "

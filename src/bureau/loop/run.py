@@ -45,7 +45,7 @@ def train(
 ) -> int:
     """Run (or resume) the configured training; returns the final step."""
     from bureau.loop.actors.cluster import RayRun, connect_ray, disconnect_ray
-    from bureau.loop.actors.ports import RayRollout, RayTrainer, RayWeights
+    from bureau.loop.actors.ports import RayRollout, RayTrainer, weight_port
 
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -69,13 +69,7 @@ def train(
             stream=TaskStream(tasks, seed=config.seed),
             rollout=RayRollout(run.workers),
             trainer=trainer,
-            weights=RayWeights(
-                trainer,
-                run.engines,
-                transport=config.transport,
-                dtype=config.weights.dtype,
-                folder=out / "weights-sync",
-            ),
+            weights=weight_port(config, trainer, run.engines, out / "weights-sync"),
             advantages=config.algorithm.advantages,
             reduction=config.algorithm.reduction,
             sink=sink,

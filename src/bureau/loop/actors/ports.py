@@ -11,6 +11,8 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from bureau.loop.config import RunConfig
+from bureau.loop.ports import WeightPort
 from bureau.loop.rollout import Rollout, RolloutRequest, WorkerLost
 from bureau.records import TrainBatch
 
@@ -125,3 +127,118 @@ class RayWeights:
         if behind:
             await self._push(behind, version)
         return len(behind)
+
+
+class BroadcastWeights:
+    """`WeightPort` by collective broadcast from trainer rank 0 to builtin engine actors: nccl
+    on GPUs, gloo on CPU (see `bureau.loop.broadcast`). Every trainer rank gathers the full
+    state dict; rank 0 broadcasts it while every engine receives it and loads it in place.
+
+    A group's membership is fixed, so an engine that Ray restarted is outside it: publish and
+    repair notice it (the engine's process id changed), dissolve the group and form a new one
+    with every engine on a fresh port; repair then sends the current weights to all of them. A
+    failed publish raises (as the object-store path does when an engine dies mid-update) and
+    leaves the group to be formed again. Publish and repair never overlap (one lock), since the
+    group's collectives must run in the same order on every member.
+    """
+
+    def __init__(
+        self,
+        trainer: RayTrainer,
+        engines: list[Any],
+        *,
+        backend: str,
+        dtype: str,
+        timeout_s: float = 300.0,
+    ) -> None:
+        self.trainer = trainer
+        self.engines = engines
+        self.backend = backend
+        self.dtype = dtype
+        self.timeout_s = timeout_s
+        """Bounds every wait of the group; it includes the trainer's gather of the weights,
+        which the engines wait through."""
+        self._formed = False
+        self._pids: list[Any] = []
+        self._lock = asyncio.Lock()
+
+    def _joins(self, address: tuple[str, int]) -> list[Any]:
+        host, port = address
+        world = len(self.engines) + 1
+        sender = self.trainer.ranks[0].join_weight_group.remote(
+            host, port, world, self.backend, self.timeout_s
+        )
+        receivers = [
+            engine.join_weight_group.remote(host, port, rank, world, self.backend, self.timeout_s)
+            for rank, engine in enumerate(self.engines, start=1)
+        ]
+        return [sender, *receivers]
+
+    def join(self) -> None:
+        """Form the group now (blocking: at set-up, once the actors are up)."""
+        ray.get(self._joins(ray.get(self.trainer.ranks[0].address.remote())))
+        self._pids = ray.get([e.pid.remote() for e in self.engines])
+        self._formed = True
+
+    async def _engine_pids(self) -> list[Any]:
+        return await asyncio.gather(*(e.pid.remote() for e in self.engines), return_exceptions=True)
+
+    async def _form(self) -> None:
+        self._formed = False
+        members = [self.trainer.ranks[0], *self.engines]
+        await asyncio.gather(
+            *(m.leave_weight_group.remote() for m in members), return_exceptions=True
+        )
+        await asyncio.gather(*self._joins(await self.trainer.ranks[0].address.remote()))
+        self._pids = await self._engine_pids()
+        self._formed = True
+
+    async def _push(self, version: int) -> dict[str, float]:
+        started = time.perf_counter()
+        try:
+            results = await asyncio.gather(
+                *(r.send_weights.remote(version, self.dtype) for r in self.trainer.ranks),
+                *(e.receive_weights.remote() for e in self.engines),
+            )
+        except BaseException:
+            self._formed = False
+            raise
+        gathered_s, sent_s = results[0]
+        return {
+            "weights/sync_s": time.perf_counter() - started,
+            "weights/export_s": gathered_s,
+            "weights/broadcast_s": sent_s,
+        }
+
+    async def publish(self, version: int) -> dict[str, float]:
+        async with self._lock:
+            if not self._formed or await self._engine_pids() != self._pids:
+                await self._form()
+            return await self._push(version)
+
+    async def repair(self, version: int) -> int:
+        async with self._lock:
+            versions = await asyncio.gather(
+                *(e.weight_version.remote() for e in self.engines), return_exceptions=True
+            )
+            behind = sum(isinstance(v, int) and v < version for v in versions)
+            if behind:
+                await self._form()
+                await self._push(version)
+            return behind
+
+
+def weight_port(
+    config: RunConfig, trainer: RayTrainer, engines: list[Any], folder: Path
+) -> WeightPort:
+    """The configured transport; a broadcast group is formed here, so call it once the actors
+    are up (a group that cannot form fails the run now, not after the first step)."""
+    if config.transport in ("nccl", "gloo"):
+        weights = BroadcastWeights(
+            trainer, engines, backend=config.transport, dtype=config.weights.dtype
+        )
+        weights.join()
+        return weights
+    return RayWeights(
+        trainer, engines, transport=config.transport, dtype=config.weights.dtype, folder=folder
+    )

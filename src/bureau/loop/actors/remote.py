@@ -6,11 +6,13 @@ import asyncio
 import functools
 import os
 import socket
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import ray
 
+from bureau.loop.broadcast import BACKENDS, Backend, WeightGroup, WeightGroupError
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.loop.sides import EngineHost, TrainerHost
 from bureau.loop.worker import RolloutWorker, WorkerSpec
@@ -44,12 +46,20 @@ def _threads(cpus: float) -> int:
     return max(1, int(cpus))
 
 
+def _backend(name: str) -> Backend:
+    for backend in BACKENDS:
+        if name == backend:
+            return backend
+    raise ValueError(f"weight group backend must be one of {BACKENDS}, not {name!r}")
+
+
 class EngineActor:
     """A built-in engine and its HTTP server; Ray restarts it on the same port."""
 
     def __init__(self, model_dir: str, config: EngineConfig, port: int, cpus: float) -> None:
         host = ray.util.get_node_ip_address()
         self.host = EngineHost(model_dir, config, host=host, port=port, threads=_threads(cpus))
+        self.weight_group: WeightGroup | None = None
 
     def url(self) -> str:
         return self.host.url
@@ -63,7 +73,31 @@ class EngineActor:
     def weight_version(self) -> int:
         return self.host.weight_version()
 
+    def join_weight_group(
+        self, host: str, port: int, rank: int, world_size: int, backend: str, timeout_s: float
+    ) -> None:
+        """Leave any earlier weight group and join this one as receiver `rank`."""
+        self.leave_weight_group()
+        self.weight_group = WeightGroup.create(
+            host, port, rank, world_size, _backend(backend), timeout_s
+        )
+
+    def receive_weights(self) -> float:
+        """The next broadcast, loaded in place (pause keep, update, resume); seconds taken."""
+        if self.weight_group is None:
+            raise WeightGroupError("this engine is in no weight group (restarted?)")
+        started = time.perf_counter()
+        state, version = self.weight_group.receive()
+        self.host.update_weights(state, version)
+        return time.perf_counter() - started
+
+    def leave_weight_group(self) -> None:
+        if self.weight_group is not None:
+            self.weight_group.close()
+            self.weight_group = None
+
     def stop(self) -> None:
+        self.leave_weight_group()
         self.host.stop()
 
 
@@ -114,6 +148,7 @@ class TrainerActor:
     def __init__(self, rank: int, world_size: int) -> None:
         self.rank, self.world_size = rank, world_size
         self.host: TrainerHost | None = None
+        self.weight_group: WeightGroup | None = None
 
     def address(self) -> tuple[str, int]:
         return ray.util.get_node_ip_address(), free_port()
@@ -162,7 +197,36 @@ class TrainerActor:
     def export(self, out: str) -> str:
         return self._host().export(out)
 
+    def join_weight_group(
+        self, host: str, port: int, world_size: int, backend: str, timeout_s: float
+    ) -> None:
+        """Rank 0 only: host a weight group at `host:port` as its sender (rank 0 there too)."""
+        assert self.rank == 0, "only trainer rank 0 sends weights"
+        self.leave_weight_group()
+        self.weight_group = WeightGroup.create(
+            host, port, 0, world_size, _backend(backend), timeout_s
+        )
+
+    def send_weights(self, version: int, dtype: str) -> tuple[float, float]:
+        """Every rank gathers the full state dict (a collective); rank 0 broadcasts it.
+        Returns (seconds gathering, seconds sending)."""
+        started = time.perf_counter()
+        state = self._host().state_dict(dtype)
+        gathered = time.perf_counter()
+        if self.rank != 0:
+            return gathered - started, 0.0
+        if self.weight_group is None:
+            raise WeightGroupError("trainer rank 0 is in no weight group")
+        self.weight_group.send(state, version)
+        return gathered - started, time.perf_counter() - gathered
+
+    def leave_weight_group(self) -> None:
+        if self.weight_group is not None:
+            self.weight_group.close()
+            self.weight_group = None
+
     def close(self) -> None:
+        self.leave_weight_group()
         if self.host is not None:
             self.host.close()
 
