@@ -16,7 +16,8 @@ import pytest
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
-from bureau.loop.controller import Controller, LoopSettings, read_loop_state, write_loop_state
+from bureau.loop.checkpoints import latest, read_loop_state, write_loop_state
+from bureau.loop.controller import Controller, LoopSettings
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
@@ -232,7 +233,7 @@ def test_a_lost_worker_runs_the_attempt_again(tmp_path: Path) -> None:
 def test_resume_neither_repeats_nor_skips_a_group(tmp_path: Path) -> None:
     controller, *_ = make(tmp_path, steps=3, staleness=1, checkpoint_every=1)
     first = asyncio.run(controller.run())
-    state = read_loop_state(tmp_path / "checkpoint")
+    state = read_loop_state(_latest(tmp_path))
     assert state["version"] == 3
     controller, _engine, _rollout, trainer, _sink = make(
         tmp_path, steps=6, staleness=1, checkpoint_every=1
@@ -243,7 +244,7 @@ def test_resume_neither_repeats_nor_skips_a_group(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids))
     # Every position handed out before the highest trained one was trained or is pending.
     positions = sorted(int(g.split("/", 1)[0][1:]) for g in ids)
-    pending = set(read_loop_state(tmp_path / "checkpoint")["stream"]["pending"])
+    pending = set(read_loop_state(_latest(tmp_path))["stream"]["pending"])
     assert set(range(positions[-1] + 1)) <= set(positions) | pending
 
 
@@ -260,4 +261,10 @@ def test_stop_request_checkpoints_and_returns(tmp_path: Path) -> None:
 
     history = asyncio.run(main())
     assert len(history) == 2
-    assert read_loop_state(tmp_path / "checkpoint")["version"] == 2
+    assert read_loop_state(_latest(tmp_path))["version"] == 2
+
+
+def _latest(tmp_path: Path) -> Path:
+    folder = latest(tmp_path / "checkpoint")
+    assert folder is not None
+    return folder

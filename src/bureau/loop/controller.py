@@ -17,7 +17,6 @@ not saved but run again, first, on resume.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from typing import Any
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
+from bureau.loop import checkpoints
 from bureau.loop.buffer import Activity, Group, GroupBuffer
 from bureau.loop.data import TaskStream, group_id
 from bureau.loop.ports import MetricsSink, TrainerPort, WeightPort
@@ -36,8 +36,6 @@ from bureau.loop.staleness import Admission, group_staleness
 from bureau.loop.stats import eval_metrics, rollout_metrics
 
 log = logging.getLogger(__name__)
-
-LOOP_STATE = "loop_state.json"
 
 
 @dataclass(frozen=True)
@@ -104,6 +102,8 @@ class Controller:
         self._counters: Counter[str] = Counter()
         self._inflight: set[asyncio.Task[None]] = set()
         self._last_checkpoint = -1
+        self._skipped: list[str] = []
+        """Groups finished without training since the last step (stale, or no signal)."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -218,6 +218,7 @@ class Controller:
         for group in groups:
             self.stream.done(group.position)
         if not trained:
+            self._skipped.extend(g.group_id for g in groups)
             self.admission.release(len(groups))
             self._wake.set()
 
@@ -304,12 +305,14 @@ class Controller:
             "buffer/size": len(self.buffer),
             "buffer/running_groups": self.admission.running,
             "data/group_ids": [g.group_id for g in groups],
+            "data/skipped_group_ids": self._skipped,
             "data/next_position": self.stream.next_position,
         }
         metrics |= sync
         metrics |= rollout_metrics(rollouts, "rollout")
         metrics |= {f"data/excluded_{k}": v for k, v in excluded.items()}
         metrics |= dict(self._counters)
+        self._skipped = []
         return metrics
 
     # -- evaluation -----------------------------------------------------------------------
@@ -346,14 +349,17 @@ class Controller:
             "stream": self.stream.state(),
             "counters": dict(self._counters),
         }
-        await self.trainer.save(self.checkpoint_dir, state)
+        folder = checkpoints.step_folder(self.checkpoint_dir, self.version)
+        await self.trainer.save(folder, state)
+        checkpoints.commit(self.checkpoint_dir, folder)
         self._last_checkpoint = self.version
 
     async def _resume(self) -> None:
-        if not (self.checkpoint_dir / LOOP_STATE).is_file():
+        folder = checkpoints.latest(self.checkpoint_dir)
+        if folder is None:
             self.version = await self.trainer.version()
             return
-        state = await self.trainer.load(self.checkpoint_dir)
+        state = await self.trainer.load(folder)
         self.version = int(state["version"])
         self.stream.load_state(state["stream"])
         self._counters.update(state.get("counters", {}))
@@ -397,16 +403,3 @@ class LoopStalled(RuntimeError):
 
 def _scalar(value: Any) -> bool:
     return isinstance(value, int | float | str | bool)
-
-
-def write_loop_state(path: Path, state: dict[str, Any]) -> None:
-    """The loop's state beside a trainer checkpoint (the trainer port writes it)."""
-    path.mkdir(parents=True, exist_ok=True)
-    tmp = path / (LOOP_STATE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1) + "\n")
-    tmp.replace(path / LOOP_STATE)
-
-
-def read_loop_state(path: Path) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads((path / LOOP_STATE).read_text())
-    return result

@@ -14,8 +14,9 @@ import signal
 from collections.abc import Callable
 
 from bureau.config import dump_resolved_config
+from bureau.loop import checkpoints
 from bureau.loop.config import RunConfig
-from bureau.loop.controller import LOOP_STATE, Controller, LoopSettings, read_loop_state
+from bureau.loop.controller import Controller, LoopSettings
 from bureau.loop.data import TaskStream, load_tasks
 from bureau.loop.metrics import MetricsLog, truncate_metrics
 
@@ -51,8 +52,9 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     dump_resolved_config(config, out)
     checkpoint = out / "checkpoint"
-    if (checkpoint / LOOP_STATE).is_file():
-        version = int(read_loop_state(checkpoint)["version"])
+    resume = checkpoints.latest(checkpoint)
+    if resume is not None:
+        version = int(checkpoints.read_loop_state(resume)["version"])
         dropped = truncate_metrics(out, version)
         say(f"resuming from step {version} ({dropped} metric lines past it dropped)")
     tasks = load_tasks(config.data.train, config.data.train_filter)

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bureau.loop.controller import LOOP_STATE, read_loop_state, write_loop_state
+from bureau.loop.checkpoints import read_loop_state, write_loop_state
 from bureau.records import TrainBatch
 
 if TYPE_CHECKING:
@@ -95,11 +95,8 @@ class TrainerHost:
         return state
 
     def save(self, path: str, loop_state: dict[str, Any]) -> None:
-        """Trainer checkpoint, then the loop's state: a checkpoint without the loop state file
-        (an interrupted save) is not resumed from."""
+        """Trainer checkpoint, then the loop's state (see `bureau.loop.checkpoints`)."""
         folder = Path(path)
-        if self.is_main:
-            (folder / LOOP_STATE).unlink(missing_ok=True)
         self.trainer.save(folder / "trainer")
         if self.is_main:
             write_loop_state(folder, loop_state)

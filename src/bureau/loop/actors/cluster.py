@@ -189,6 +189,7 @@ def connect_ray(config: RunConfig) -> bool:
         ray.init(address=config.ray.address, log_to_driver=False)
         return True
     ray.init(
+        address="local",  # a new local cluster, even when another one runs on this machine
         num_cpus=config.ray.num_cpus,
         include_dashboard=False,
         log_to_driver=False,
