@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 import tomli_w
-from loop_fixtures import run_config, write_answer_tasks
 
 from bureau.loop.checkpoints import latest, read_loop_state
+from bureau.loop.synthetic import run_config, write_answer_tasks
 from conftest import shared
 
 pytest.importorskip("ray")

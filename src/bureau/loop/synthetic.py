@@ -1,11 +1,11 @@
-"""Small hand-written Harbor tasks and run configs for end-to-end loop tests.
+"""Synthetic Harbor tasks and small run configs for the loop's end-to-end tests and benchmarks.
 
-The machinery tests (a cluster run, SIGKILL and resume, a dead worker) need groups whose rewards
-differ, or the loop never takes a step; the tiny warm-started model almost never solves a real
-task. These tasks' verifier is a plain `test.sh` (reward.txt, as any Harbor task may have) that
-gives 1 when the agent left a valid `output/answer.json`, and otherwise flips a coin (bash's
-$RANDOM): the pipeline (sandbox, tools, engine, verifier, trainer, weight pushes)
-runs for real, and the rewards have a spread. Learning is tested elsewhere.
+The machinery tests (a cluster run, SIGKILL and resume, a dead worker) and `bench/async_rl.py`
+need groups whose rewards differ, or the loop never takes a step, and the tiny warm-started
+model almost never solves a real task. These tasks' verifier is a plain `test.sh` (reward.txt,
+as any Harbor task may have) that gives 1 when the agent left a valid `output/answer.json`, and
+otherwise flips a coin (bash's $RANDOM): the pipeline (sandbox, tools, engine, verifier, trainer,
+weight pushes) runs for real, and the rewards have a spread. Learning is tested elsewhere.
 """
 
 from __future__ import annotations
