@@ -169,3 +169,30 @@ def test_a_killed_rollout_worker_loses_only_its_trajectories(
     assert [r["step"] for r in steps] == [1, 2, 3]
     assert int(steps[-1].get("rollout/requeued", 0)) >= 1
     shutil.rmtree(run / "trials", ignore_errors=True)
+
+
+def test_a_killed_engine_is_restarted_and_gets_the_current_weights(
+    tmp_path: Path, tool_model: Path, answer_tasks: Path
+) -> None:
+    run = tmp_path / "run"
+    config = tmp_path / "run.toml"
+    config.write_text(tomli_w.dumps(run_config(run, tool_model, answer_tasks, steps=4)))
+    log = tmp_path / "driver.log"
+    driver = _train(config, log=log)
+    try:
+        _wait_for(lambda: driver.poll() is not None or len(_steps(run)) >= 1, 480)
+        assert driver.poll() is None, log.read_text()[-3000:]
+        engines = subprocess.run(
+            ["pgrep", "-f", "ray::EngineActor"], capture_output=True, text=True
+        ).stdout.split()
+        assert engines, "no engine process found"
+        os.kill(int(engines[0]), signal.SIGKILL)
+        assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+    steps = _steps(run)
+    assert [r["step"] for r in steps] == [1, 2, 3, 4]
+    # Ray restarted it with the initial weights; the loop pushed the current ones again.
+    assert int(steps[-1].get("engines/weights_repaired", 0)) >= 1, steps[-1]
+    shutil.rmtree(run / "trials", ignore_errors=True)

@@ -160,7 +160,7 @@ class RolloutWorker:
         result = await run_trial(
             task, self._agent(request), self.runtime, trials_dir, config, pool=self.pool
         )
-        record = join_record(result, trials_dir / result.trial_name, request)
+        record = join_record(result, trials_dir, request)
         if not self.spec.keep_trials:
             import shutil
 
@@ -194,21 +194,26 @@ def passed_flag(result: TrialResult) -> bool | None:
     return result.reward >= 1.0
 
 
-def join_record(result: TrialResult, trial_dir: Path, request: RolloutRequest) -> TrajectoryRecord:
-    """The agent's record with the verifier's outcome; an empty record when the trial failed
-    before the agent left one (it still carries the system error, so its group is masked)."""
-    from bureau.harness.agent import load_record
+def join_record(result: TrialResult, trials_dir: Path, request: RolloutRequest) -> TrajectoryRecord:
+    """The agent's record joined with the trial's outcome (`complete_record`), in the request's
+    group; an empty record when the trial failed before the agent left one (it still carries
+    the system error, so its group is masked)."""
+    from bureau.harness.agent import complete_record
 
-    record = load_record(trial_dir)
+    record = complete_record(result, trials_dir)
     if record is None:
         record = empty_record(request, result.status)
-    record.trial_name = result.trial_name
-    record.trial_status = result.status
+        record.trial_name = result.trial_name
+        record.reward = None if result.system_error else result.reward
     record.group_id = request.group_id
-    record.reward = None if result.system_error else result.reward
-    if result.system_error and record.system_error is None:
-        message = result.exception_info.exception_message if result.exception_info else ""
-        record.system_error = f"{result.status}: {message}"
+    if result.system_error:
+        # The trial's status is the error's kind (`Rollout.error_kind` reads the prefix).
+        message = record.system_error or (
+            result.exception_info.exception_message if result.exception_info else ""
+        )
+        if not message.startswith(f"{result.status}:"):
+            message = f"{result.status}: {message}"
+        record.system_error = message
     return record
 
 
