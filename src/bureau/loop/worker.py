@@ -168,7 +168,7 @@ class RolloutWorker:
         return Rollout(
             request=request,
             record=record,
-            passed=passed_flag(result),
+            passed=False if agent_failed(result) else passed_flag(result),
             trial_status=result.status,
             wall_s=time.perf_counter() - started,
             worker=self.spec.name,
@@ -184,14 +184,23 @@ class RolloutWorker:
 
 
 def passed_flag(result: TrialResult) -> bool | None:
-    """Every criterion passed: the verifier's `pass` value, else reward 1.0 (plain Harbor tasks
-    with only a reward). None when the trial has no reward."""
+    """Every criterion passed (the verifier's `pass` flag, else reward 1.0); None without a
+    reward."""
+    from bureau.evaluation.attempts import verifier_passed
+
     if result.system_error or result.reward is None:
         return None
-    values = (result.verifier_result or {}).get("rewards") or {}
-    if "pass" in values:
-        return bool(values["pass"])
-    return result.reward >= 1.0
+    return verifier_passed((result.verifier_result or {}).get("rewards") or {}, result.reward)
+
+
+def agent_failed(result: TrialResult) -> bool:
+    """The trial failed because of the agent (timeout, crash, its own tool server killed): a
+    graded failure with reward 0, never a masked system error, or a policy would learn to
+    stall or crash instead of answering wrong (`bureau.evaluation.attempts`)."""
+    from bureau.evaluation.attempts import agent_is_to_blame
+
+    started = result.agent_execution.started_at is not None
+    return result.system_error and agent_is_to_blame(result.status, started)
 
 
 def join_record(result: TrialResult, trials_dir: Path, request: RolloutRequest) -> TrajectoryRecord:
@@ -206,7 +215,10 @@ def join_record(result: TrialResult, trials_dir: Path, request: RolloutRequest) 
         record.trial_name = result.trial_name
         record.reward = None if result.system_error else result.reward
     record.group_id = request.group_id
-    if result.system_error:
+    if agent_failed(result):
+        record.reward = 0.0
+        record.system_error = None
+    elif result.system_error:
         # The trial's status is the error's kind (`Rollout.error_kind` reads the prefix).
         message = record.system_error or (
             result.exception_info.exception_message if result.exception_info else ""
