@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -62,6 +63,7 @@ def arm(
     from bureau.loop.synthetic import run_config
 
     run = out / name
+    shutil.rmtree(run, ignore_errors=True)  # a run folder left over would be resumed
     tree = run_config(
         run,
         model,
