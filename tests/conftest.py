@@ -126,3 +126,30 @@ def _record(trajectory_id: str = "t1", reward: float | None = 1.0) -> Trajectory
         total_time_s=0.3,
         reward=reward,
     )
+
+
+def group_record(tid: str, group: str, reward: float | None, sampled: int) -> TrajectoryRecord:
+    """A record of `sampled` sampled tokens after a 3-token prompt, in `group`; reward None
+    makes it a system error."""
+    ids = [1, 2, 3] + [10 + k for k in range(sampled)]
+    return TrajectoryRecord(
+        trajectory_id=tid,
+        task_name="t",
+        model="m",
+        prompt_ids=[1, 2, 3],
+        token_ids=ids,
+        loss_mask=[0, 0, 0] + [1] * sampled,
+        sampler_logprobs=[0.0, 0.0, 0.0] + [-1.0] * sampled,
+        weight_versions=[-1, -1, -1] + [4] * sampled,
+        messages=[],
+        tools=[],
+        turns=[],
+        tool_calls=[],
+        stop_reason="answered",
+        llm_time_s=0.0,
+        tool_time_s=0.0,
+        total_time_s=0.0,
+        group_id=group,
+        reward=reward,
+        system_error=None if reward is not None else "engine_error: down",
+    )

@@ -18,33 +18,9 @@ from typer.testing import CliRunner
 from bureau.cli.main import app
 from bureau.config import RESOLVED_CONFIG, load_config
 from bureau.loop.offline import OfflineConfig
-from bureau.records import TrajectoryRecord, write_parquet
+from bureau.records import write_parquet
 from bureau.trainer.synthetic import synthetic_records
-
-
-def _record(tid: str, group: str, reward: float | None, sampled: int) -> TrajectoryRecord:
-    ids = [1, 2, 3] + [10 + k for k in range(sampled)]
-    return TrajectoryRecord(
-        trajectory_id=tid,
-        task_name="t",
-        model="m",
-        prompt_ids=[1, 2, 3],
-        token_ids=ids,
-        loss_mask=[0, 0, 0] + [1] * sampled,
-        sampler_logprobs=[0.0, 0.0, 0.0] + [-1.0] * sampled,
-        weight_versions=[-1, -1, -1] + [4] * sampled,
-        messages=[],
-        tools=[],
-        turns=[],
-        tool_calls=[],
-        stop_reason="answered",
-        llm_time_s=0.0,
-        tool_time_s=0.0,
-        total_time_s=0.0,
-        group_id=group,
-        reward=reward,
-        system_error=None if reward is not None else "engine_error: down",
-    )
+from conftest import group_record as _record
 
 
 def test_train_offline_on_a_parquet_file_then_resume(tiny_model: Path, tmp_path: Path) -> None:

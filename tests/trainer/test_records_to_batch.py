@@ -8,34 +8,9 @@ pytest.importorskip("torch")
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
-from bureau.records import TrajectoryRecord
 from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
 from bureau.trainer.synthetic import synthetic_records
-
-
-def _record(tid: str, group: str, reward: float | None, sampled: int) -> TrajectoryRecord:
-    ids = [1, 2, 3] + [10 + k for k in range(sampled)]
-    return TrajectoryRecord(
-        trajectory_id=tid,
-        task_name="t",
-        model="m",
-        prompt_ids=[1, 2, 3],
-        token_ids=ids,
-        loss_mask=[0, 0, 0] + [1] * sampled,
-        sampler_logprobs=[0.0, 0.0, 0.0] + [-1.0] * sampled,
-        weight_versions=[-1, -1, -1] + [4] * sampled,
-        messages=[],
-        tools=[],
-        turns=[],
-        tool_calls=[],
-        stop_reason="answered",
-        llm_time_s=0.0,
-        tool_time_s=0.0,
-        total_time_s=0.0,
-        group_id=group,
-        reward=reward,
-        system_error=None if reward is not None else "engine_error: down",
-    )
+from conftest import group_record as _record
 
 
 def test_records_become_a_batch_with_advantages_and_weights() -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,17 +36,6 @@ from bureau.trainer.config import TrainerConfig
 if TYPE_CHECKING:
     from bureau.trainer.data import GroupStream
     from bureau.trainer.trainer import Trainer
-
-# Files of a Hugging Face checkpoint besides the weights, copied into the exported folder.
-_CHECKPOINT_EXTRAS = (
-    "generation_config.json",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "chat_template.jinja",
-    "vocab.json",
-    "merges.txt",
-)
 
 
 class OfflineConfig(StrictModel):
@@ -83,6 +71,7 @@ def train_offline(
     """Train to `config.steps` steps; returns each step's metrics (on every rank)."""
     from bureau.algo.advantages import advantages_for_records
     from bureau.algo.losses import make_loss_fn
+    from bureau.loop.sides import copy_checkpoint_extras
     from bureau.records import read_parquet
     from bureau.trainer.data import GroupStream
     from bureau.trainer.fsdp import Parallel
@@ -125,9 +114,7 @@ def train_offline(
                 trainer.save(checkpoint)
         weights = trainer.export_weights(config.out / "weights")
         if trainer.parallel.is_main and isinstance(weights, Path):
-            for name in _CHECKPOINT_EXTRAS:
-                if (config.model / name).is_file():
-                    shutil.copy2(config.model / name, weights / name)
+            copy_checkpoint_extras(config.model, weights)
         say(f"weights in {config.out / 'weights'}")
         return history
     finally:
