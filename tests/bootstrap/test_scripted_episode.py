@@ -61,3 +61,22 @@ def test_the_teacher_sees_the_tool_output_the_model_would_see(tiny_model: Path) 
     assert [name for name, _ in tools.calls] == ["sheet_read", "fs_write_text"]
     assert record.stop_reason == "answered"
     assert len(sampler.emitted) == 4
+
+
+def test_an_answer_in_the_final_message_ends_the_episode(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from bureau.harness.agent import final_json
+
+    renderer = Renderer(AutoTokenizer.from_pretrained(str(tiny_model)))
+    teacher = Teacher(register_task(), None, random.Random(0), answer_in_message=True)
+    sampler = ScriptedSampler(renderer, teacher)
+    tools = RegisterTools()
+    config = HarnessConfig(max_turns=6, tool_prefixes=["sheet_read"])
+    episode = Episode(sampler, renderer, tools, config, task_name="t", model="m")
+    record = asyncio.run(episode.run(register_task().instruction))
+    assert record.stop_reason == "answered"
+    assert [name for name, _ in tools.calls] == ["sheet_read"]
+    # What the harness agent then writes to output/answer.json.
+    final = str(record.messages[-1].get("content"))
+    assert final_json(final) == {"counterparty": "Castillo Systems", "annual_value": 2010000}

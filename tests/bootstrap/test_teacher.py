@@ -111,3 +111,20 @@ def test_mistake_rates_are_honoured() -> None:
     assert {off.draw(rng) for _ in range(100)} == {None}
     with pytest.raises(ValidationError, match="more than 1"):
         MistakeRates(wrong_file=0.6, wrong_value=0.6)
+
+
+@pytest.mark.parametrize("mistake", [None, "missing_key", "give_up"])
+def test_the_answer_can_be_the_final_message(mistake: Mistake | None) -> None:
+    teacher = Teacher(register_task(), mistake, random.Random(1), answer_in_message=True)
+    assert _call(teacher.next_turn(None))[0] == "sheet_read"
+    final = teacher.next_turn(SHEET)
+    assert parse_assistant(final).tool_calls == []
+    if mistake == "give_up":
+        assert final == GIVE_UP_MESSAGE
+        return
+    answer = json.loads(final)
+    gold = {"counterparty": "Castillo Systems", "annual_value": 2010000}
+    if mistake is None:
+        assert answer == gold
+    else:
+        assert len(answer) == 1 and answer.items() <= gold.items()

@@ -96,6 +96,10 @@ class RecordConfig(StrictModel):
     """Only the first N tasks (after the template filter)."""
     mistakes: MistakeRates = Field(default_factory=MistakeRates)
     """How often each deliberate mistake happens."""
+    answer_in_message: bool = False
+    """End with the answer as a JSON object in the final message (the harness writes it to
+    output/answer.json) instead of an `fs_write_text` call: no write tool in the prompt and no
+    escaped JSON to imitate."""
     harness: HarnessConfig = Field(default_factory=teacher_harness)
     """The harness settings; the bootstrapped model must be run with the same tools."""
     concurrency: int = Field(default=4, ge=1)
@@ -121,6 +125,9 @@ class SFTConfig(StrictModel):
     """Train only on trajectories with at least this reward (None: all, mistakes included)."""
     seed: int = 0
     """Seeds the data order and the trainer."""
+    attn_implementation: Literal["sdpa", "eager"] | None = None
+    """Attention kernel of the model while training (None: the checkpoint's default). On CPU,
+    eager is faster than sdpa's backward for short sequences of a tiny model."""
     trainer: TrainerConfig = Field(
         default_factory=lambda: TrainerConfig(
             optimizer=OptimizerConfig(lr=3e-3, warmup_steps=5), compute_entropy=False

@@ -96,7 +96,14 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
     started = time.perf_counter()
 
     def make_agent() -> ScriptedAgent:
-        return ScriptedAgent(renderer, config.harness, config.mistakes, config.seed, counter)
+        return ScriptedAgent(
+            renderer,
+            config.harness,
+            config.mistakes,
+            config.seed,
+            counter,
+            answer_in_message=config.answer_in_message,
+        )
 
     async def main() -> list[TrialResult]:
         return await run_trials(

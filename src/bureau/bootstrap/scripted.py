@@ -81,6 +81,7 @@ class ScriptedAgent(Agent):
     mistakes: MistakeRates
     seed: int
     attempts: AttemptCounter
+    answer_in_message: bool = False
     name = "scripted"
     version = "1"
     uses_tools = True
@@ -88,7 +89,8 @@ class ScriptedAgent(Agent):
     def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None]:
         rng = trajectory_rng(self.seed, view.name, self.attempts.next(view.name))
         mistake = self.mistakes.draw(rng)
-        return Teacher(view, mistake, rng), mistake
+        teacher = Teacher(view, mistake, rng, answer_in_message=self.answer_in_message)
+        return teacher, mistake
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         view = TaskView.from_task_dir(ctx.task.path, ctx.task.name, ctx.task.instruction)

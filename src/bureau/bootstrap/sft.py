@@ -133,6 +133,8 @@ def train_sft(
     demos = [(list(r.token_ids), list(r.loss_mask)) for r in usable]
     trainer_config = config.trainer.model_copy(update={"seed": config.seed})
     trainer = Trainer.from_pretrained(config.model, make_loss_fn(SFTLossConfig()), trainer_config)
+    if config.attn_implementation is not None:
+        trainer.model.set_attn_implementation(config.attn_implementation)
     config.out.mkdir(parents=True, exist_ok=True)
     (config.out / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
     metrics_file = (config.out / "metrics.jsonl").open("w")

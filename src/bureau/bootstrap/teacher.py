@@ -3,7 +3,9 @@
 A starter task names its file in the instruction (`contracts/contract_register.xlsx`) and asks
 for a few answer keys. The teacher reads that file with the tool for its type, reads the sheet
 that a named range points to when the task is about named ranges, writes
-`output/answer.json` with the keys the instruction lists, and ends with a short message. Every
+`output/answer.json` with the keys the instruction lists, and ends with a short message (or,
+with `answer_in_message`, ends with the answer object itself as its final message, which the
+harness writes to `output/answer.json`). Every
 call is one that a model could learn to make from what it sees: the path and the keys come from
 the instruction, the sheet name from the previous tool output. The values come from the task's
 rubric on the host (the teacher knows the answer), formatted as plainly as the tolerance allows.
@@ -175,10 +177,18 @@ class Teacher:
     correction), None before the first turn.
     """
 
-    def __init__(self, task: TaskView, mistake: Mistake | None, rng: random.Random) -> None:
+    def __init__(
+        self,
+        task: TaskView,
+        mistake: Mistake | None,
+        rng: random.Random,
+        *,
+        answer_in_message: bool = False,
+    ) -> None:
         self.task = task
         self.mistake = mistake
         self.rng = rng
+        self.answer_in_message = answer_in_message
         self._script = self._turns()
         self._started = False
 
@@ -217,7 +227,11 @@ class Teacher:
         if self.mistake == "give_up":
             yield GIVE_UP_MESSAGE
             return
-        yield call_text(write_call(self._answer("\n".join(seen))))
+        answer = self._answer("\n".join(seen))
+        if self.answer_in_message:
+            yield json.dumps(answer)
+            return
+        yield call_text(write_call(answer))
         yield FINAL_MESSAGE
 
     def _answer(self, seen: str) -> dict[str, Any]:
