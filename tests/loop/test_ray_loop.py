@@ -27,7 +27,7 @@ import tomli_w
 
 from bureau.loop.checkpoints import latest, read_loop_state
 from bureau.loop.synthetic import run_config, write_answer_tasks
-from conftest import shared
+from fixture_support import shared
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

@@ -20,7 +20,7 @@ from bureau.config import RESOLVED_CONFIG, load_config
 from bureau.loop.offline import OfflineConfig
 from bureau.records import write_parquet
 from bureau.trainer.synthetic import synthetic_records
-from conftest import group_record as _record
+from fixture_support import group_record as _record
 
 
 def test_train_offline_on_a_parquet_file_then_resume(tiny_model: Path, tmp_path: Path) -> None:

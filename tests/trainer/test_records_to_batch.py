@@ -10,7 +10,7 @@ from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
 from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
 from bureau.trainer.synthetic import synthetic_records
-from conftest import group_record as _record
+from fixture_support import group_record as _record
 
 
 def test_records_become_a_batch_with_advantages_and_weights() -> None:
