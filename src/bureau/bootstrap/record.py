@@ -56,25 +56,12 @@ def select_tasks(dataset: Path, templates: list[str] | None, max_tasks: int | No
     return chosen[:max_tasks] if max_tasks is not None else chosen
 
 
-def trial_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord | None:
-    """The harness record of a finished trial, with the trial's side filled in."""
-    from bureau.harness.agent import load_record
-
-    record = load_record(trials_dir / result.trial_name)
-    if record is None:
-        return None
-    record.trial_name = result.trial_name
-    record.trial_status = result.status
-    record.group_id = record.group_id or result.task_name
-    record.reward = None if result.system_error else result.reward
-    return record
-
-
 def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None) -> RecordSummary:
     """Run the teacher on the configured tasks; see the module docstring."""
     from transformers import AutoTokenizer
 
     from bureau.bootstrap.scripted import AttemptCounter, ScriptedAgent
+    from bureau.harness.agent import complete_record
     from bureau.harness.render import Renderer
     from bureau.sandbox import get_runtime
     from bureau.tasks.taskdir import load_task_dir
@@ -119,7 +106,7 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
         results = asyncio.run(main())
     finally:
         runtime.close()
-    records = [r for r in (trial_record(res, trials_dir) for res in results) if r is not None]
+    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / PARQUET)
     mistakes = {r.trial_name: str(r.agent_metadata.get("mistake", "?")) for r in results}
     with (out / TEACHER_LOG).open("w") as f:
