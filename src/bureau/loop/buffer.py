@@ -51,11 +51,6 @@ class GroupBuffer:
     def take(self) -> Group:
         return self._groups.popleft()
 
-    def drain(self) -> list[Group]:
-        groups = list(self._groups)
-        self._groups.clear()
-        return groups
-
 
 class Activity:
     """Integrates the number of running trajectories over time (for busy/idle ratios)."""

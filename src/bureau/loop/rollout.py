@@ -10,7 +10,7 @@ and the attempt should run again elsewhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from bureau.records import TrajectoryRecord
@@ -61,7 +61,6 @@ class Rollout:
     """Which worker ran it."""
     requeued: int = 0
     """How often this attempt ran again because its worker died."""
-    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def reward(self) -> float | None:

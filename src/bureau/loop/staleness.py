@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-NOT_SAMPLED = -1
+from bureau.records import NOT_SAMPLED_VERSION
 
 
 @dataclass
@@ -59,8 +59,5 @@ class Admission:
 def group_staleness(versions_per_trajectory: Sequence[Sequence[int]], trainer_version: int) -> int:
     """The group's staleness: the trainer version minus the oldest version of any sampled token
     (0 for a group without sampled tokens)."""
-    oldest = [
-        min((v for v in vs if v != NOT_SAMPLED), default=None) for vs in versions_per_trajectory
-    ]
-    known = [v for v in oldest if v is not None]
-    return trainer_version - min(known) if known else 0
+    sampled = [v for vs in versions_per_trajectory for v in vs if v != NOT_SAMPLED_VERSION]
+    return trainer_version - min(sampled) if sampled else 0
