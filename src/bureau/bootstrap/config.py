@@ -23,6 +23,7 @@ MISTAKES: tuple[Mistake, ...] = (
 
 TEACHER_TOOLS = (
     "fs_write_text",
+    "code_run_python",
     "sheet_list",
     "sheet_read",
     "pdf_read_pages",
@@ -100,6 +101,11 @@ class RecordConfig(StrictModel):
     """End with the answer as a JSON object in the final message (the harness writes it to
     output/answer.json) instead of an `fs_write_text` call: no write tool in the prompt and no
     escaped JSON to imitate."""
+    lookup_by_code: bool = False
+    """Solve row lookups with one program: when the instruction names one spreadsheet and a
+    row id (`C-103`), a `code_run_python` call finds that row, writes the answer keys from the
+    columns that hold them to output/answer.json and prints them. A tiny model then needs to
+    copy the id and the file name, not to find a row in a table (which it learns far later)."""
     harness: HarnessConfig = Field(default_factory=teacher_harness)
     """The harness settings; the bootstrapped model must be run with the same tools."""
     concurrency: int = Field(default=4, ge=1)
@@ -134,3 +140,28 @@ class SFTConfig(StrictModel):
         )
     )
     """Optimisation, packing and precision (the SFT default lr is high: tiny models)."""
+
+
+class PretrainConfig(StrictModel):
+    """`bureau bootstrap pretrain`: copy pretraining on synthetic text (see its module)."""
+
+    model: Path
+    """Checkpoint folder to start from (a random tiny model)."""
+    out: Path
+    """Run folder: metrics.jsonl, config.json and weights/ (a Hugging Face folder)."""
+    steps: int = Field(default=600, ge=1)
+    """Optimizer steps."""
+    sequences_per_step: int = Field(default=32, ge=1)
+    """Synthetic sequences per step."""
+    max_words: int = Field(default=80, ge=2)
+    """Most words around the id at the end of the curriculum."""
+    eval_every: int = Field(default=100, ge=1)
+    """Measure the greedy copy accuracy on 64 held-out sequences every this many steps."""
+    seed: int = 0
+    """Seeds the sequences and the trainer."""
+    trainer: TrainerConfig = Field(
+        default_factory=lambda: TrainerConfig(
+            optimizer=OptimizerConfig(lr=3e-3), compute_entropy=False
+        )
+    )
+    """Optimisation (a tiny model from scratch takes a high learning rate)."""

@@ -90,6 +90,7 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
             config.seed,
             counter,
             answer_in_message=config.answer_in_message,
+            lookup_by_code=config.lookup_by_code,
         )
 
     async def main() -> list[TrialResult]:

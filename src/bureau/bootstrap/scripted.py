@@ -82,6 +82,7 @@ class ScriptedAgent(Agent):
     seed: int
     attempts: AttemptCounter
     answer_in_message: bool = False
+    lookup_by_code: bool = False
     name = "scripted"
     version = "1"
     uses_tools = True
@@ -89,7 +90,13 @@ class ScriptedAgent(Agent):
     def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None]:
         rng = trajectory_rng(self.seed, view.name, self.attempts.next(view.name))
         mistake = self.mistakes.draw(rng)
-        teacher = Teacher(view, mistake, rng, answer_in_message=self.answer_in_message)
+        teacher = Teacher(
+            view,
+            mistake,
+            rng,
+            answer_in_message=self.answer_in_message,
+            lookup_by_code=self.lookup_by_code,
+        )
         return teacher, mistake
 
     async def run(self, ctx: AgentContext) -> AgentResult:

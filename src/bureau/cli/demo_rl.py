@@ -1,0 +1,165 @@
+"""The demo's main job: bootstrap a tiny policy, then RL that is judged on held-out worlds.
+
+1. Starter datasets: train worlds and eval worlds (other companies), register lookups only.
+2. A random tiny Qwen3 (real vocabulary, tied embeddings) learns to copy an id from its context
+   on synthetic text (`bureau bootstrap pretrain`): a base model's skill, no task data.
+3. The scripted teacher solves the train tasks through real trials, with seeded mistakes, by
+   writing one lookup program (`bureau bootstrap record`, `lookup_by_code`).
+4. SFT on those trajectories (`bureau train-sft`): an imperfect policy (it copies the teacher's
+   mistakes and, sampled at temperature 1, garbles some of its programs).
+5. `bureau train` with `configs/cpu-demo.toml`: held-out evaluation, asynchronous RL on the train
+   worlds, held-out evaluation again; the table compares the two.
+
+Every stage is the command a user would run, called in-process; the folders are those the
+commands write, under `OUT/rl/`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from bureau.cli.commands import build, print_build_report
+from bureau.cli.common import console
+from bureau.worlds.builder import BuildConfig
+
+TEMPLATE = "law.starter_register_value"
+DEMO_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "cpu-demo.toml"
+
+
+def _stage(title: str) -> float:
+    console.rule(title)
+    return time.perf_counter()
+
+
+def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> bool:
+    """Stages 1-5 of the module docstring; returns whether held-out Pass@1 rose."""
+    from bureau.bootstrap.config import PretrainConfig, RecordConfig, SFTConfig
+    from bureau.bootstrap.pretrain import pretrain_copy
+    from bureau.bootstrap.record import describe, record
+    from bureau.bootstrap.sft import train_sft
+    from bureau.config import load_config
+    from bureau.loop.config import RunConfig
+    from bureau.loop.run import train
+    from bureau.models.checkpoint import init_checkpoint
+
+    root = out / "rl"
+    shutil.rmtree(root, ignore_errors=True)
+    started = time.perf_counter()
+    walls: dict[str, float] = {}
+    config = load_config(RunConfig, DEMO_CONFIG, [f"seed={seed}", f'out="{root / "run"}"'])
+    harness = config.rollout.harness
+
+    t = _stage("starter worlds: train and held-out eval (other companies)")
+    for split, worlds in (("train", 40), ("eval", 24)):
+        report = build(
+            BuildConfig(split, worlds, worlds * 8, seed, root / split, "starter", jobs=jobs)
+        )
+        print_build_report(report)
+    walls["worlds"] = time.perf_counter() - t
+
+    t = _stage("copy pretraining of a random tiny model (synthetic text, no task data)")
+    base = init_checkpoint(
+        "qwen3", 2, 128, root / "models" / "random", heads=4, kv_heads=4,
+        tie_embeddings=True, seed=seed, overwrite=True,
+    )  # fmt: skip
+    pretrain_copy(
+        PretrainConfig(model=base, out=root / "pretrain", seed=seed),
+        log=lambda line: console.print(line, highlight=False),
+    )
+    walls["pretrain"] = time.perf_counter() - t
+
+    t = _stage("scripted teacher through real trials, with seeded mistakes")
+    summary = record(
+        RecordConfig(
+            dataset=root / "train",
+            model=base,
+            out=root / "record",
+            attempts=2,
+            seed=seed,
+            templates=[TEMPLATE],
+            lookup_by_code=True,
+            harness=harness,
+        )
+    )
+    for line in describe(summary):
+        console.print(line, highlight=False)
+    walls["record"] = time.perf_counter() - t
+
+    t = _stage("SFT on the teacher's trajectories")
+    train_sft(
+        SFTConfig.model_validate(
+            {
+                "trajectories": root / "record" / "trajectories.parquet",
+                "model": root / "pretrain" / "weights",
+                "out": root / "sft",
+                "steps": 100,
+                "sequences_per_step": 8,
+                "seed": seed,
+                "attn_implementation": "sdpa",
+                "trainer": {
+                    "optimizer": {"lr": 3e-3, "warmup_steps": 5},
+                    "packing": {"token_budget": 1024},
+                    "compute_entropy": False,
+                },
+            }
+        ),
+        log=lambda line: console.print(line, highlight=False),
+    )
+    walls["sft"] = time.perf_counter() - t
+
+    t = _stage("held-out eval, asynchronous RL on Ray, held-out eval again")
+    config = config.model_copy(
+        update={
+            "model": config.model.model_copy(update={"path": root / "sft" / "weights"}),
+            "data": config.data.model_copy(update={"train": root / "train", "eval": root / "eval"}),
+        }
+    )
+    steps = train(config, say=lambda line: console.print(line, highlight=False))
+    walls["rl"] = time.perf_counter() - t
+    evals = json.loads((config.out / "evals.json").read_text())
+    before, after = evals[0], evals[-1]
+    improved = summarize(before, after, steps, walls, time.perf_counter() - started)
+    results["rl"] = {
+        "improved": improved,
+        "before": _headline(before),
+        "after": _headline(after),
+        "steps": steps,
+        "wall_s": walls,
+        "run": str(config.out),
+    }
+    return improved
+
+
+def _headline(result: dict[str, Any]) -> dict[str, Any]:
+    keys = ("label", "pass_at_1", "pass_at_1_low", "pass_at_1_high", "reward", "graded")
+    return {k: result.get(k) for k in keys}
+
+
+def summarize(
+    before: dict[str, Any], after: dict[str, Any], steps: int, walls: dict[str, float], wall: float
+) -> bool:
+    """Print the before/after table; True when Pass@1 rose with disjoint 95% intervals."""
+    table = Table(title=f"held-out Pass@1 ({TEMPLATE}, eval worlds)")
+    for column in ("", "Pass@1", "95% interval", "mean reward", "attempts"):
+        table.add_column(column)
+    for name, r in (("before RL", before), ("after RL", after)):
+        table.add_row(
+            name,
+            f"{r['pass_at_1']:.3f}",
+            f"[{r['pass_at_1_low']:.3f}, {r['pass_at_1_high']:.3f}]",
+            f"{r['reward']:.3f}",
+            str(r["graded"]),
+        )
+    gain = after["pass_at_1"] - before["pass_at_1"]
+    disjoint = after["pass_at_1_low"] > before["pass_at_1_high"]
+    table.add_row("difference", f"{gain:+.3f}", "disjoint" if disjoint else "overlapping", "", "")
+    console.print(table)
+    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
+    console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
+    return gain > 0 and disjoint

@@ -1,0 +1,115 @@
+"""The teacher's `lookup_by_code` strategy: the program it writes, run for real on a workbook."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+from bootstrap_fakes import INSTRUCTION, register_task
+
+from bureau.bootstrap.config import MISTAKES, Mistake
+from bureau.bootstrap.teacher import FINAL_MESSAGE, GIVE_UP_MESSAGE, Teacher, answer_columns
+from bureau.harness.parse import parse_assistant
+
+HEADER = ("Contract ID", "Counterparty", "Type", "Annual Value (USD)", "Governing Law")
+ROWS = [
+    ("C-103", "Petrov Analytics", "Master Services Agreement", 1075000, "Ontario"),
+    ("C-107", "Castillo Systems", "Software License Agreement", 2010000, "New York"),
+]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    (root / "contracts").mkdir(parents=True)
+    for name, rows in (("contract_register.xlsx", ROWS), ("old_register.xlsx", ROWS[:1])):
+        book = openpyxl.Workbook()
+        sheet = book.active
+        for row in (HEADER, *rows):
+            sheet.append(row)
+        book.save(root / "contracts" / name)
+    return root
+
+
+def _task(root: Path):  # type: ignore[no-untyped-def]
+    task = register_task()
+    task.workspace = root
+    task.workspace_files = ["contracts/contract_register.xlsx", "contracts/old_register.xlsx"]
+    return task
+
+
+def _run_program(text: str, root: Path) -> subprocess.CompletedProcess[str]:
+    parsed = parse_assistant(text)
+    assert parsed.error is None and len(parsed.tool_calls) == 1, text
+    call = parsed.tool_calls[0]
+    assert call.name == "code_run_python"
+    code = str(call.arguments["code"])
+    return subprocess.run(
+        [sys.executable, "-"], input=code, cwd=root, capture_output=True, text=True, timeout=60
+    )
+
+
+def _answer(root: Path) -> dict[str, object] | None:
+    path = root / "output" / "answer.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def test_the_columns_are_found_from_the_expected_values(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    criteria = _task(root).criteria
+    assert answer_columns(root / "contracts/contract_register.xlsx", "C-107", criteria) == {
+        "counterparty": "Counterparty",
+        "annual_value": "Annual Value (USD)",
+    }
+    # C-103's row does not hold the expected values: no plan
+    assert answer_columns(root / "contracts/contract_register.xlsx", "C-103", criteria) is None
+    assert answer_columns(root / "contracts/contract_register.xlsx", "C-999", criteria) is None
+
+
+def test_a_clean_program_writes_the_right_answer(tmp_path: Path) -> None:
+    root = _workspace(tmp_path)
+    teacher = Teacher(_task(root), None, random.Random(0), lookup_by_code=True)
+    first = teacher.next_turn(None)
+    assert '\\"C-107\\"' in first  # the id, copied from the instruction into the program
+    done = _run_program(first, root)
+    assert done.returncode == 0, done.stderr
+    assert _answer(root) == {"counterparty": "Castillo Systems", "annual_value": 2010000}
+    assert teacher.next_turn(done.stdout) == FINAL_MESSAGE
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_every_mistake_fails_the_task(tmp_path: Path, mistake: Mistake) -> None:
+    root = _workspace(tmp_path)
+    teacher = Teacher(_task(root), mistake, random.Random(2), lookup_by_code=True)
+    first = teacher.next_turn(None)
+    if mistake == "give_up":
+        assert first == GIVE_UP_MESSAGE
+        assert _answer(root) is None
+        return
+    if mistake == "malformed_call":
+        assert parse_assistant(first).error is not None
+        done = _run_program(teacher.next_turn("correction"), root)
+        assert _answer(root) == {"counterparty": "Castillo Systems", "annual_value": 2010000}
+        return
+    done = _run_program(first, root)
+    answer = _answer(root)
+    if mistake == "wrong_file":
+        assert done.returncode != 0 and answer is None  # no C-107 row in the other register
+    elif mistake == "missing_key":
+        assert answer is not None and len(answer) == 1
+    else:
+        assert answer is not None and answer != {
+            "counterparty": "Castillo Systems",
+            "annual_value": 2010000,
+        }
+
+
+def test_without_a_workbook_plan_the_teacher_reads_the_file(tmp_path: Path) -> None:
+    task = register_task()  # no workspace on the host: the read strategy
+    teacher = Teacher(task, None, random.Random(0), lookup_by_code=True)
+    assert '"sheet_read"' in teacher.next_turn(None)
+    assert "C-107" in INSTRUCTION
