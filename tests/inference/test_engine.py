@@ -315,3 +315,33 @@ def test_prompts_longer_than_a_step_are_prefilled_in_chunks(
         expected = teacher_forced(reference, long_prompt, done.token_ids)
         assert torch.tensor(done.logprobs).sub(expected).abs().max() < 1e-4
         assert len(short.result(timeout=60).token_ids) == 30
+
+
+def test_a_tied_model_takes_new_weights_through_its_one_embedding(
+    tmp_path: Path, tokenizer_cache: Path
+) -> None:
+    """With tied embeddings the pushed state holds one name for the shared matrix (as
+    `untie` leaves it); the engine's output layer must follow it."""
+    from bureau.models.checkpoint import init_checkpoint
+    from bureau.trainer.checkpoint import untie
+
+    folder = init_checkpoint(
+        "qwen3", 2, 64, tmp_path / "tied", heads=2, kv_heads=1, tie_embeddings=True,
+        tokenizer_cache_dir=tokenizer_cache,
+    )  # fmt: skip
+    changed = load_checkpoint(folder, dtype=torch.float32)[0]
+    assert changed.lm_head.weight is changed.model.embed_tokens.weight
+    with torch.no_grad():
+        for name, tensor in perturbed(changed.state_dict(), 5).items():
+            changed.state_dict()[name].copy_(tensor)
+    pushed = untie(changed.state_dict())
+    assert "lm_head.weight" not in pushed
+    long_prompt = prompt(30, offset=9)
+    with InferenceEngine.from_checkpoint(folder, CONFIG) as eng:
+        before = eng.generate(long_prompt, greedy(), ignore_eos=True)
+        eng.update_weights(pushed, 1)
+        after = eng.generate(long_prompt, greedy(), ignore_eos=True)
+    # (a random tied model repeats its input token, so the ids may not change; the logprobs do)
+    assert after.logprobs != before.logprobs
+    expected = teacher_forced(changed, long_prompt, after.token_ids)
+    assert (torch.tensor(after.logprobs) - expected).abs().max() <= 1e-4

@@ -157,11 +157,9 @@ class PretrainConfig(StrictModel):
     """Most words around the id at the end of the curriculum."""
     eval_every: int = Field(default=100, ge=1)
     """Measure the greedy copy accuracy on 64 held-out sequences every this many steps."""
+    lr: float = Field(default=3e-3, gt=0)
+    """AdamW's learning rate (constant; a tiny model from scratch takes a high one)."""
+    negatives: int = Field(default=2048, ge=0)
+    """Random vocabulary ids added to each step's candidates of the sampled softmax."""
     seed: int = 0
-    """Seeds the sequences and the trainer."""
-    trainer: TrainerConfig = Field(
-        default_factory=lambda: TrainerConfig(
-            optimizer=OptimizerConfig(lr=3e-3), compute_entropy=False
-        )
-    )
-    """Optimisation (a tiny model from scratch takes a high learning rate)."""
+    """Seeds the sequences, the negatives and torch."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +33,27 @@ TEMPLATE = "law.starter_register_value"
 DEMO_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "cpu-demo.toml"
 
 
+@dataclass(frozen=True)
+class DemoSizes:
+    """How big each stage is (the defaults are the demo's; tests shrink them)."""
+
+    train_worlds: int = 40
+    eval_worlds: int = 24
+    pretrain_steps: int = 600
+    record_attempts: int = 2
+    sft_steps: int = 100
+    rl_steps: int | None = None
+    """None: the `steps` of configs/cpu-demo.toml."""
+
+
 def _stage(title: str) -> float:
     console.rule(title)
     return time.perf_counter()
 
 
-def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> bool:
+def run_demo_rl(
+    out: Path, results: dict[str, Any], *, seed: int, jobs: int, sizes: DemoSizes = DemoSizes()
+) -> bool:
     """Stages 1-5 of the module docstring; returns whether held-out Pass@1 rose."""
     from bureau.bootstrap.config import PretrainConfig, RecordConfig, SFTConfig
     from bureau.bootstrap.pretrain import pretrain_copy
@@ -52,11 +68,14 @@ def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> 
     shutil.rmtree(root, ignore_errors=True)
     started = time.perf_counter()
     walls: dict[str, float] = {}
-    config = load_config(RunConfig, DEMO_CONFIG, [f"seed={seed}", f'out="{root / "run"}"'])
+    overrides = [f"seed={seed}", f'out="{root / "run"}"']
+    if sizes.rl_steps is not None:
+        overrides.append(f"steps={sizes.rl_steps}")
+    config = load_config(RunConfig, DEMO_CONFIG, overrides)
     harness = config.rollout.harness
 
     t = _stage("starter worlds: train and held-out eval (other companies)")
-    for split, worlds in (("train", 40), ("eval", 24)):
+    for split, worlds in (("train", sizes.train_worlds), ("eval", sizes.eval_worlds)):
         report = build(
             BuildConfig(split, worlds, worlds * 8, seed, root / split, "starter", jobs=jobs)
         )
@@ -69,7 +88,7 @@ def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> 
         tie_embeddings=True, seed=seed, overwrite=True,
     )  # fmt: skip
     pretrain_copy(
-        PretrainConfig(model=base, out=root / "pretrain", seed=seed),
+        PretrainConfig(model=base, out=root / "pretrain", steps=sizes.pretrain_steps, seed=seed),
         log=lambda line: console.print(line, highlight=False),
     )
     walls["pretrain"] = time.perf_counter() - t
@@ -80,7 +99,7 @@ def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> 
             dataset=root / "train",
             model=base,
             out=root / "record",
-            attempts=2,
+            attempts=sizes.record_attempts,
             seed=seed,
             templates=[TEMPLATE],
             lookup_by_code=True,
@@ -98,7 +117,7 @@ def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> 
                 "trajectories": root / "record" / "trajectories.parquet",
                 "model": root / "pretrain" / "weights",
                 "out": root / "sft",
-                "steps": 100,
+                "steps": sizes.sft_steps,
                 "sequences_per_step": 8,
                 "seed": seed,
                 "attn_implementation": "sdpa",
@@ -120,7 +139,14 @@ def run_demo_rl(out: Path, results: dict[str, Any], *, seed: int, jobs: int) -> 
             "data": config.data.model_copy(update={"train": root / "train", "eval": root / "eval"}),
         }
     )
-    steps = train(config, say=lambda line: console.print(line, highlight=False))
+    from bureau.loop.controller import LoopStalled
+
+    try:
+        steps = train(config, say=lambda line: console.print(line, highlight=False))
+    except LoopStalled as stalled:  # a policy too weak for any signal: say so, keep the rest
+        console.print(f"[red]RL stopped:[/] {stalled}")
+        results["rl"] = {"improved": False, "error": str(stalled), "wall_s": walls}
+        return False
     walls["rl"] = time.perf_counter() - t
     evals = json.loads((config.out / "evals.json").read_text())
     before, after = evals[0], evals[-1]
