@@ -88,21 +88,10 @@ def fit(
 ) -> list[dict[str, Any]]:
     """`steps` SFT steps of `per_step` demonstrations each; returns each step's metrics."""
     stream = DemoStream(demos, seed)
-    return fit_stream(trainer, lambda _: stream.take(per_step), steps=steps, on_step=on_step)
-
-
-def fit_stream(
-    trainer: Trainer,
-    take: Callable[[int], Sequence[Demo]],
-    *,
-    steps: int,
-    on_step: Callable[[dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
-    """`steps` SFT steps, step `i` (0-based) on the demonstrations `take(i)`."""
     history = []
-    for step in range(steps):
+    for _ in range(steps):
         started = time.perf_counter()
-        metrics = trainer.forward_backward(sft_batch(take(step)))
+        metrics = trainer.forward_backward(sft_batch(stream.take(per_step)))
         metrics |= trainer.optim_step()
         metrics["train/step_s"] = time.perf_counter() - started
         history.append(metrics)

@@ -141,9 +141,14 @@ def answer_columns(workbook: Path, key: str, criteria: list[Criterion]) -> dict[
     import openpyxl
 
     rows = list(openpyxl.load_workbook(workbook, read_only=True).active.values)
-    if not rows:
-        return None
-    row = next((r for r in rows if key in r), None)
+    return columns_of(rows, key, criteria)
+
+
+def columns_of(
+    rows: list[tuple[Any, ...]], key: str, criteria: list[Criterion]
+) -> dict[str, str] | None:
+    """`answer_columns` on a sheet's rows (the first one the header)."""
+    row = next((r for r in rows[1:] if key in r), None)
     if row is None:
         return None
     columns: dict[str, str] = {}
@@ -243,7 +248,7 @@ class Teacher:
         lookup_by_code: bool = False,
     ) -> None:
         self.task = task
-        self.code_lookup = lookup_by_code
+        self.lookup_by_code = lookup_by_code
         self.mistake = mistake
         self.rng = rng
         self.answer_in_message = answer_in_message
@@ -264,7 +269,7 @@ class Teacher:
         named = self.task.named_files or self.task.workspace_files[:1]
         if self.mistake == "wrong_file":
             others = [f for f in self.task.workspace_files if f not in named]
-            kinds = (".xlsx",) if self.code_lookup else tuple(READ_TOOLS)
+            kinds = (".xlsx",) if self.lookup_by_code else tuple(READ_TOOLS)
             same_kind = [f for f in others if Path(f).suffix in kinds]
             if same_kind or others:
                 return [self.rng.choice(same_kind or others)]
@@ -302,17 +307,17 @@ class Teacher:
         that `lookup_by_code` solves: one spreadsheet named, a row id in the instruction, and
         every answer in a cell of that row."""
         named, key, root = self.task.named_files, self.task.row_key, self.task.workspace
-        if not self.code_lookup or key is None or root is None or len(named) != 1:
+        if not self.lookup_by_code or key is None or root is None or len(named) != 1:
             return None
         if not named[0].endswith(".xlsx") or not (root / named[0]).is_file():
             return None
-        columns = answer_columns(root / named[0], key, self.task.criteria)
-        if columns is None:
-            return None
         import openpyxl
 
-        first = next(openpyxl.load_workbook(root / named[0], read_only=True).active.values)
-        return named[0], key, columns, [h for h in first if isinstance(h, str)]
+        rows = list(openpyxl.load_workbook(root / named[0], read_only=True).active.values)
+        columns = columns_of(rows, key, self.task.criteria) if rows else None
+        if columns is None:
+            return None
+        return named[0], key, columns, [h for h in rows[0] if isinstance(h, str)]
 
     def _code_turns(
         self, path: str, key: str, columns: dict[str, str], headers: list[str]
