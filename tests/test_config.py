@@ -154,3 +154,17 @@ def test_every_run_config_in_configs_loads(path: Path) -> None:
     from bureau.loop.config import RunConfig
 
     load_config(RunConfig, path)
+
+
+def test_the_trainer_scores_at_the_sampling_temperature(tmp_path: Path) -> None:
+    from bureau.loop.config import RunConfig
+
+    base = ["out=/r", "steps=1", "model.path=/m", "data.train=/d"]
+    config = load_config(RunConfig, None, [*base, "rollout.harness.temperature=0.7"])
+    assert config.trainer.temperature == 0.7
+    written = dump_resolved_config(config, tmp_path)
+    assert load_config(RunConfig, written).trainer.temperature == 0.7
+    assert load_config(RunConfig, None, base).trainer.temperature == 1.0
+    clash = [*base, "rollout.harness.temperature=0.7", "trainer.temperature=1.0"]
+    with pytest.raises(ConfigError, match=r"trainer\.temperature \(1\.0\) differs"):
+        load_config(RunConfig, None, clash)

@@ -33,11 +33,13 @@ def greedy(max_tokens: int = 12) -> SamplingParams:
     return SamplingParams(max_tokens=max_tokens, temperature=0.0)
 
 
-def teacher_forced(model: torch.nn.Module, prompt_ids: list[int], ids: list[int]) -> torch.Tensor:
-    """log_softmax of one plain forward pass over prompt + ids, at the ids."""
+def teacher_forced(
+    model: torch.nn.Module, prompt_ids: list[int], ids: list[int], temperature: float = 1.0
+) -> torch.Tensor:
+    """log_softmax(logits / temperature) of one plain forward pass over prompt + ids, at the ids."""
     with torch.no_grad():
         logits = model(torch.tensor([prompt_ids + ids])).logits.float()[0]
-    rows = torch.log_softmax(logits[len(prompt_ids) - 1 : -1], dim=-1)
+    rows = torch.log_softmax(logits[len(prompt_ids) - 1 : -1] / temperature, dim=-1)
     return rows.gather(1, torch.tensor(ids)[:, None]).squeeze(1)
 
 
@@ -89,10 +91,11 @@ def test_greedy_is_deterministic(engine: InferenceEngine) -> None:
     assert first.prompt_token_ids == PROMPT
 
 
-def test_logprobs_are_the_raw_model_distribution(
+def test_logprobs_are_of_the_tempered_distribution_before_top_p(
     engine: InferenceEngine, reference: torch.nn.Module
 ) -> None:
-    """Sampled with temperature and top-p, batched: logprobs are still the plain forward's."""
+    """Sampled with temperature and top-p, batched: logprobs are the plain forward's at the
+    request's temperature (greedy: the raw model's), with top-p not applied."""
     settings = [
         SamplingParams(max_tokens=24, temperature=1.0, seed=1),
         SamplingParams(max_tokens=24, temperature=0.7, top_p=0.9, seed=2),
@@ -102,9 +105,14 @@ def test_logprobs_are_the_raw_model_distribution(
     prompts = [prompt(5 + 9 * i, offset=i) for i in range(len(settings))]
     futures = [engine.submit(p, s, ignore_eos=True) for p, s in zip(prompts, settings, strict=True)]
     deltas = []
-    for p, future in zip(prompts, futures, strict=True):
+    for p, s, future in zip(prompts, settings, futures, strict=True):
         result = future.result(timeout=60)
-        expected = teacher_forced(reference, p, result.token_ids)
+        temperature = s.temperature or 1.0
+        expected = teacher_forced(reference, p, result.token_ids, temperature)
+        if temperature != 1.0:  # the raw model's logprobs would differ
+            assert (
+                torch.tensor(result.logprobs) - teacher_forced(reference, p, result.token_ids)
+            ).abs().max() > 1e-3
         deltas.append((torch.tensor(result.logprobs) - expected).abs())
     delta = torch.cat(deltas)
     print(f"logprob |delta| vs teacher-forced fp32: mean {delta.mean():.3g} max {delta.max():.3g}")

@@ -177,6 +177,8 @@ def test_server_launch_command_environment_and_group_stop(
         assert argv[argv.index("--max-model-len") + 1] == "512"
         assert argv[argv.index("--port") + 1] == str(server.port)
         assert "--enforce-eager" in argv
+        # logprobs of the tempered distribution, the one the trainer computes at its temperature
+        assert argv[argv.index("--logprobs-mode") + 1] == "processed_logprobs"
         assert seen["env"]["HF_HUB_OFFLINE"] == "1"
         assert seen["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
         assert seen["env"]["VLLM_SERVER_DEV_MODE"] == "1"

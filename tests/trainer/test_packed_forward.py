@@ -147,3 +147,17 @@ def test_a_micro_batch_with_nothing_to_score_still_runs_backward(model: Any) -> 
     (logprobs.sum() * 0.0).backward()
     assert model.lm_head.weight.grad is not None
     model.zero_grad(set_to_none=True)
+
+
+def test_temperature_scores_the_tempered_distribution(model: Any) -> None:
+    """At temperature T the logprobs are log_softmax(logits / T) of each sequence alone."""
+    mb = build_micro_batch(_batch(SEQS), _plan(3), pad_id=PAD)
+    with torch.no_grad():
+        tempered, _ = micro_batch_logprobs(model, mb, mb.loss_mask > 0, temperature=0.5)
+        raw, _ = micro_batch_logprobs(model, mb, mb.loss_mask > 0)
+    for seq, got in zip(SEQS, _split(tempered, SEQS), strict=True):
+        with torch.no_grad():
+            logits = model(torch.tensor([seq])).logits.float()[0, :-1] / 0.5
+        want = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(seq[1:])[:, None])[:, 0]
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    assert float((tempered - raw).abs().max()) > 1e-2

@@ -3,10 +3,11 @@
 1. Starter datasets: train worlds and eval worlds (other companies), register lookups only.
 2. A random tiny Qwen3 (real vocabulary, tied embeddings) learns to copy an id from its context
    on synthetic text (`bureau bootstrap pretrain`): a base model's skill, no task data.
-3. The scripted teacher solves the train tasks through real trials, with seeded mistakes, by
-   writing one lookup program (`bureau bootstrap record`, `lookup_by_code`).
-4. SFT on those trajectories (`bureau train-sft`): an imperfect policy (it copies the teacher's
-   mistakes and, sampled at temperature 1, garbles some of its programs).
+3. The scripted teacher solves the train tasks through real trials by writing one lookup
+   program (`bureau bootstrap record`, `lookup_by_code`), with seeded mistakes at the rates of
+   `DEMO_MISTAKES`: most often it leaves an answer key out or reads another column.
+4. SFT on those trajectories (`bureau train-sft`): an imperfect policy that copies the teacher's
+   mistakes (and, sampled at temperature 0.7, garbles a few of its programs).
 5. `bureau train` with `configs/cpu-demo.toml`: held-out evaluation, asynchronous RL on the train
    worlds, held-out evaluation again; the table compares the two.
 
@@ -30,6 +31,14 @@ from bureau.cli.common import console
 from bureau.worlds.builder import BuildConfig
 
 TEMPLATE = "law.starter_register_value"
+DEMO_MISTAKES = {
+    "missing_key": 0.35,
+    "wrong_value": 0.20,
+    "wrong_file": 0.05,
+    "give_up": 0.05,
+    "malformed_call": 0.05,
+}
+"""The teacher's mistake rates: 30% clean demonstrations, so the policy has room to improve."""
 DEMO_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "cpu-demo.toml"
 
 
@@ -40,7 +49,7 @@ class DemoSizes:
     train_worlds: int = 40
     eval_worlds: int = 24
     pretrain_steps: int = 600
-    record_attempts: int = 2
+    record_attempts: int = 3
     sft_steps: int = 100
     rl_steps: int | None = None
     """None: the `steps` of configs/cpu-demo.toml."""
@@ -55,7 +64,7 @@ def run_demo_rl(
     out: Path, results: dict[str, Any], *, seed: int, jobs: int, sizes: DemoSizes = DemoSizes()
 ) -> bool:
     """Stages 1-5 of the module docstring; returns whether held-out Pass@1 rose."""
-    from bureau.bootstrap.config import PretrainConfig, RecordConfig, SFTConfig
+    from bureau.bootstrap.config import MistakeRates, PretrainConfig, RecordConfig, SFTConfig
     from bureau.bootstrap.pretrain import pretrain_copy
     from bureau.bootstrap.record import describe, record
     from bureau.bootstrap.sft import train_sft
@@ -103,6 +112,7 @@ def run_demo_rl(
             seed=seed,
             templates=[TEMPLATE],
             lookup_by_code=True,
+            mistakes=MistakeRates.model_validate(DEMO_MISTAKES),
             harness=harness,
         )
     )

@@ -1,4 +1,4 @@
-"""The built-in inference engine: transformers' continuous batching, with raw-model logprobs.
+"""The built-in inference engine: transformers' continuous batching, with sampler logprobs.
 
 `InferenceEngine` serves a Hugging Face causal LM on transformers' `ContinuousBatchingManager`,
 which owns the hard parts: a paged KV cache, continuous batching of prefill and decode in one
@@ -13,8 +13,10 @@ with its logprob). It adds three things the library cannot do:
   therefore replaces the model runner's sampling step (`ModelRunner._sample`) with
   `_BatchSampler`, which draws each row (`bureau.inference.sampling.draw`) with its own
   request's temperature (0 = greedy), top-p and seed (a `torch.Generator` per seeded
-  request), and returns `log_softmax` of the raw fp32 logits at the drawn id: the raw model
-  distribution, the one a trainer's forward pass computes.
+  request), and returns the logprob of the drawn id under softmax(fp32 logits / temperature):
+  the distribution it was drawn from before top-p (vLLM's `processed_logprobs` with top-p 1),
+  the one a trainer's forward pass at the same temperature computes; greedy rows (and
+  temperature 1) get the raw model's.
   Everything in `SamplingParams` is per request.
 - **Weight versions.** The sampler labels every drawn token with the version in force.
 - **Pause and in-place weight updates.** CB's `pause()` parks its loop between steps with the
@@ -55,7 +57,7 @@ from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import Completion, SamplingParams
 from bureau.inference.control import PAUSE_MODES, PauseMode
-from bureau.inference.sampling import draw
+from bureau.inference.sampling import draw, sampled_logprobs
 from bureau.inference.weights import WeightPlan
 
 if TYPE_CHECKING:
@@ -677,7 +679,7 @@ class _BatchSampler:
 
     Row i of `scores` is the next-token logits of the i-th request of the batch that gets a new
     token. Each row is drawn with its request's parameters; the logprob written back is that of
-    the raw logits. Legend: N rows, V vocabulary.
+    the tempered logits (`sampled_logprobs`). Legend: N rows, V vocabulary.
     """
 
     def __init__(self, engine: InferenceEngine, io: Any) -> None:
@@ -703,7 +705,9 @@ class _BatchSampler:
             [r.generator if r is not None else None for r in requests],
             self._engine._rng,
         )
-        logprobs_N = torch.log_softmax(logits_NV, dim=-1).gather(1, tokens_N[:, None]).squeeze(1)
+        logprobs_N = sampled_logprobs(
+            logits_NV, tokens_N, [r.params if r else None for r in requests]
+        )
         n = tokens_N.shape[0]
         output_ids[0, :n].copy_(tokens_N)
         output_ids[1, :n].copy_(logprobs_N.to(torch.float32).view(torch.int32))

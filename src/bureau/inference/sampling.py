@@ -75,3 +75,21 @@ def nucleus(probs_V: torch.Tensor, top_p: float) -> torch.Tensor:
     out = torch.zeros_like(probs_V)
     out[indices[keep]] = values[keep]
     return out
+
+
+def sampled_logprobs(
+    logits_NV: torch.Tensor, tokens_N: torch.Tensor, params: Sequence[SamplingParams | None]
+) -> torch.Tensor:
+    """log softmax(logits / temperature)[token] per row, in float32.
+
+    The temperature is the row's own; a greedy row (temperature 0, or no params) gets the raw
+    logits' logprob. Top-p truncation is not applied: the result is the logprob a trainer's
+    forward pass at the same temperature computes.
+    """
+    import torch
+
+    temps = [p.temperature if p is not None and p.temperature > 0 else 1.0 for p in params]
+    logits = logits_NV.float()
+    if any(t != 1.0 for t in temps):
+        logits = logits / torch.tensor(temps, dtype=logits.dtype, device=logits.device)[:, None]
+    return torch.log_softmax(logits, dim=-1).gather(1, tokens_N[:, None]).squeeze(1)

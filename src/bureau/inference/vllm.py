@@ -24,7 +24,7 @@ import struct
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -83,6 +83,12 @@ class VLLMServerConfig(ServerConfig):
     startup_timeout_s: float = Field(
         default=360.0, gt=0, description="Limit for `/health` to answer after launch."
     )
+    logprobs_mode: Literal["processed_logprobs", "raw_logprobs"] = Field(
+        default="processed_logprobs",
+        description="vLLM `--logprobs-mode`: processed = of the tempered distribution the token "
+        "was drawn from, as the built-in engine returns and the trainer computes at "
+        "`trainer.temperature` (the two agree at temperature 1).",
+    )
 
 
 class VLLMServer(ManagedServer):
@@ -123,6 +129,7 @@ class VLLMServer(ManagedServer):
         argv = [str(python), "-m", API_SERVER_MODULE, "--model", str(cfg.model)]
         argv += ["--served-model-name", self.served_model_name, "--dtype", cfg.dtype]
         argv += ["--max-model-len", str(cfg.max_model_len)]
+        argv += ["--logprobs-mode", cfg.logprobs_mode]
         argv += ["--host", cfg.host, "--port", str(self.port)]
         if cfg.enforce_eager:
             argv.append("--enforce-eager")

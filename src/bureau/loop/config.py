@@ -225,6 +225,16 @@ class RunConfig(StrictModel):
             )
         if (self.eval.every or self.eval.at_start) and self.data.eval is None:
             raise ValueError("eval.every / eval.at_start need data.eval")
+        sampled = self.rollout.harness.temperature
+        if "temperature" not in self.trainer.model_fields_set:
+            # the trainer scores the distribution the rollouts were drawn from
+            self.trainer = self.trainer.model_copy(update={"temperature": sampled or 1.0})
+        elif sampled > 0 and self.trainer.temperature != sampled:
+            raise ValueError(
+                f"trainer.temperature ({self.trainer.temperature}) differs from "
+                f"rollout.harness.temperature ({sampled}): the trainer's logprobs must be of the "
+                "distribution the rollouts were sampled from (leave trainer.temperature unset)"
+            )
         return self
 
     @property

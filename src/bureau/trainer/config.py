@@ -65,6 +65,10 @@ class TrainerConfig(StrictModel):
     """auto: isolate packed sequences by their restarting position ids (varlen with flash
     attention, a block-diagonal mask built by transformers otherwise); mask: pass an explicit
     4-D block-diagonal mask (for sdpa/eager models whose mask code does not detect packing)."""
+    temperature: float = Field(default=1.0, gt=0)
+    """Logprobs are of softmax(logits / temperature): set it to the sampling temperature, so the
+    trainer's policy is the one that generated the tokens (the engines' sampler logprobs are of
+    the same tempered distribution)."""
     compute_entropy: bool = True
     """Give the loss function per-token entropies (a metric; costs a pass over the logits)."""
     device: str | None = None

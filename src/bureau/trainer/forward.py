@@ -142,8 +142,12 @@ def micro_batch_logprobs(
     *,
     with_entropy: bool = False,
     attention: AttentionMode = "auto",
+    temperature: float = 1.0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """log p(token | its sequence's prefix) at the [N] positions where `score` is set, 0 elsewhere.
+
+    p is softmax(logits / temperature): the distribution the sampler drew from (at temperature 1,
+    the raw model).
 
     Returns float32 [N] logprobs (with gradient when enabled) and, if asked, [N] entropies of
     the next-token distribution at the same positions (no gradient). `score` must be unset at
@@ -163,6 +167,8 @@ def micro_batch_logprobs(
     out = model(**_model_inputs(model, mb, attention), logits_to_keep=keep, use_cache=False)
     # [K, V]; a view when packed (indexing [0] would zero-fill a copy in the backward)
     logits = out.logits[row, slot] if rows > 1 else out.logits.view(len(col), out.logits.shape[-1])
+    if temperature != 1.0:
+        logits = logits / temperature
     targets = mb.input_ids[row, col]
     picked, entropy_k = SelectedLogprobs.apply(logits, targets, with_entropy)
     n = mb.token_index.numel()

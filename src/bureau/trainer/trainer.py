@@ -168,6 +168,7 @@ class Trainer:
                     mb.loss_mask > 0,
                     with_entropy=self.config.compute_entropy,
                     attention=self.config.attention,
+                    temperature=self.config.temperature,
                 )
             if mb.is_empty:
                 # A filler micro-batch: ranks must take part in every collective.
@@ -271,7 +272,11 @@ class Trainer:
             for mb in self._micro_batches(batch):
                 with self.parallel.autocast(self.bf16):
                     logprobs, _ = micro_batch_logprobs(
-                        self.model, mb, mb.loss_mask > 0, attention=self.config.attention
+                        self.model,
+                        mb,
+                        mb.loss_mask > 0,
+                        attention=self.config.attention,
+                        temperature=self.config.temperature,
                     )
                 logprobs = logprobs.cpu()
                 start = 0
