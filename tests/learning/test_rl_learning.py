@@ -7,7 +7,7 @@ key out half the time (`missing_key`, reward 0.5); the tiny model learns both pr
 it starts out leaving the key out about half the time. `bureau train` (real sandboxes, the MCP
 code tool, the rubric verifier, the built-in engine, the trainer and in-place weight pushes, on
 Ray) must then raise the task's mean reward and Pass@1, measured by the loop's own evaluation of
-8 attempts before and after. No copying is needed (one task, memorized), so the only thing RL has
+12 attempts before and after. No copying is needed (one task, memorized), so the only thing RL has
 to learn is the decision between the two programs, which the reward alone tells apart.
 """
 
@@ -84,24 +84,24 @@ def test_rl_raises_the_reward_of_a_bootstrapped_policy(tmp_path: Path, tiny_mode
         tmp_path / "sft" / "weights",
         data,
         data,
-        steps=6,
+        steps=8,
         **{
             "data.train_filter": filter_,
             "data.eval_filter": filter_,
             "rollout.attempts": 8,
             "rollout.harness": harness.model_dump(include=set(harness.model_fields_set)),
             "async.groups_per_step": 1,
-            "trainer.optimizer.lr": 1e-3,
-            "eval": {"at_start": True, "at_end": True, "attempts": 8},
+            "trainer.optimizer.lr": 3e-4,  # 1e-3 collapsed into repetition within 5 steps
+            "eval": {"at_start": True, "at_end": True, "attempts": 12},
             "checkpoint.every": 100,
         },
     )
     steps = train(RunConfig.model_validate(tree), say=lambda _line: None)
-    assert steps == 6
+    assert steps == 8
     evals = json.loads((tmp_path / "run" / "evals.json").read_text())
     before, after = evals[0], evals[-1]
     print(f"reward {before['reward']:.3f} -> {after['reward']:.3f}, ")
     print(f"Pass@1 {before['pass_at_1']:.3f} -> {after['pass_at_1']:.3f}")
-    assert before["graded"] == after["graded"] == 8
+    assert before["graded"] == after["graded"] == 12
     assert after["reward"] > before["reward"]
     assert after["pass_at_1"] > before["pass_at_1"]
