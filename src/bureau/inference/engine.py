@@ -699,15 +699,14 @@ class _BatchSampler:
             return
         logits_NV = scores[0, : len(states)]
         requests = [self._engine._requests.get(state.request_id) for state in states]
+        params = [r.params if r is not None else None for r in requests]
         tokens_N = draw(
             logits_NV,
-            [r.params if r is not None else None for r in requests],
+            params,
             [r.generator if r is not None else None for r in requests],
             self._engine._rng,
         )
-        logprobs_N = sampled_logprobs(
-            logits_NV, tokens_N, [r.params if r else None for r in requests]
-        )
+        logprobs_N = sampled_logprobs(logits_NV, tokens_N, params)
         n = tokens_N.shape[0]
         output_ids[0, :n].copy_(tokens_N)
         output_ids[1, :n].copy_(logprobs_N.to(torch.float32).view(torch.int32))
