@@ -69,3 +69,18 @@ def test_a_trial_result_completes_the_agent_record(
     assert failed is not None
     assert failed.reward is None and failed.system_error == "tool server died"
     assert complete_record(result("none"), tmp_path) is None
+
+
+def test_the_harness_asks_for_the_tool_groups_of_its_tools_and_the_answer_file() -> None:
+    from bureau.harness.agent import harness_tool_groups
+    from bureau.harness.loop import HarnessConfig
+
+    assert harness_tool_groups(HarnessConfig()) is None  # every tool: every group
+    assert harness_tool_groups(HarnessConfig(tool_prefixes=["code_run_python"])) == [
+        "filesystem",
+        "code",
+    ]
+    assert harness_tool_groups(HarnessConfig(tool_prefixes=["sheet_read"])) == [
+        "filesystem",
+        "spreadsheet",
+    ]

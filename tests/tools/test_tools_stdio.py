@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
@@ -23,6 +24,10 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from tools_helpers import build_workspace, code_python
 
 from bureau.tools import GROUPS
+from bureau.tools import PREFIXES as GROUP_PREFIXES
+from bureau.tools import groups_for
+from bureau.tools.core import ToolSettings, Workspace
+from bureau.tools.server import build_server
 
 PREFIXES = ("fs_", "pdf_", "sheet_", "slides_", "docx_", "mail_", "chat_", "code_")
 
@@ -101,6 +106,26 @@ def test_list_tools_covers_every_group_with_unique_prefixed_names(client: Client
     assert by_name["sheet_write"].annotations.read_only_hint is False
     path_doc = by_name["pdf_read_pages"].input_schema["properties"]["path"]["description"]
     assert "relative to the workspace root" in path_doc
+
+
+def test_each_group_names_its_tools_with_its_own_prefix(root: Path) -> None:
+    assert set(GROUP_PREFIXES) == set(GROUPS)
+    assert tuple(GROUP_PREFIXES.values()) == PREFIXES
+    for group, prefix in GROUP_PREFIXES.items():
+        server = build_server([group], Workspace(root, ToolSettings()))
+        names = [t.name for t in anyio.run(server.list_tools)]
+        assert names, group
+        assert all(name.startswith(prefix) for name in names), (group, names)
+
+
+def test_the_groups_a_harness_needs_follow_its_tool_prefixes() -> None:
+    assert groups_for(None) == list(GROUPS)
+    assert groups_for(["code_run_python"]) == ["code"]
+    assert groups_for(["fs_", "code_run_python"]) == ["filesystem", "code"]
+    assert groups_for(["f"]) == ["filesystem"]  # a shorter prefix reaches a group's tools
+    assert groups_for(["s"]) == ["spreadsheet", "slides"]
+    assert groups_for([""]) == list(GROUPS)
+    assert groups_for(["nothing_"]) == []
 
 
 @pytest.mark.parametrize(

@@ -95,3 +95,43 @@ def test_tool_using_trial_from_the_pool_is_graded(tmp_path: Path) -> None:
             runtime.close()
 
     assert asyncio.run(scenario()) == [("completed", 1.0, True), ("completed", 0.0, True)]
+
+
+class FilesystemAgent(ToolAgent):
+    """The same agent, asking for a server with the filesystem group only."""
+
+    def tool_groups(self) -> list[str] | None:
+        return ["filesystem"]
+
+    async def run(self, ctx: AgentContext) -> AgentResult:
+        result = await super().run(ctx)
+        assert ctx.tools is not None
+        result.metadata["prefixes"] = sorted({t.name.split("_")[0] for t in ctx.tools.tools})
+        return result
+
+
+def test_an_agent_gets_a_server_with_only_the_groups_it_asks_for(tmp_path: Path) -> None:
+    """Fewer groups, fewer imports: the server holds only the filesystem tools, whether it comes
+    from the pool (which then does not hand out its slots of every group) or is started for the
+    trial, and the trial is graded."""
+
+    async def scenario() -> list[tuple[str, float | None, object]]:
+        runtime = get_runtime("local", root=tmp_path / "sbx")
+        pool = WarmPool(runtime, tmp_path / "pool", size=1)
+        task = make_task(tmp_path, "right", "six times seven")
+        try:
+            await pool.warm(task)  # a slot whose server holds every group
+            out = []
+            for p in (pool, None):
+                agent = FilesystemAgent()
+                result = await run_trial(task, agent, runtime, tmp_path / "trials", pool=p)
+                out.append((result.status, result.reward, result.agent_metadata["prefixes"]))
+            every = await pool.acquire(task)  # the slot of every group is still there
+            assert len(every.tools.tools) >= 8
+            await every.close()
+            return out
+        finally:
+            await pool.close()
+            runtime.close()
+
+    assert asyncio.run(scenario()) == [("completed", 1.0, ["fs"])] * 2

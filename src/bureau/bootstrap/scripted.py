@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from bureau.bootstrap.config import Mistake, MistakeRates
 from bureau.bootstrap.teacher import TaskView, Teacher
-from bureau.harness.agent import HarnessAgent
+from bureau.harness.agent import HarnessAgent, harness_tool_groups
 from bureau.harness.loop import HarnessConfig
 from bureau.harness.render import Renderer
 from bureau.inference.client import Completion, SamplingParams
@@ -86,6 +86,9 @@ class ScriptedAgent(Agent):
     name = "scripted"
     version = "1"
     uses_tools = True
+
+    def tool_groups(self) -> list[str] | None:
+        return harness_tool_groups(self.config)
 
     def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None]:
         rng = trajectory_rng(self.seed, view.name, self.attempts.next(view.name))

@@ -110,10 +110,20 @@ class SeededAttempts(Agent):
     version = "1"
     uses_tools = True
 
-    def __init__(self, make_agent: Callable[[int], Agent], base: int, started: Counter[str]):
+    def __init__(
+        self,
+        make_agent: Callable[[int], Agent],
+        base: int,
+        started: Counter[str],
+        groups: list[str] | None = None,
+    ):
         self.make_agent = make_agent
         self.base = base
         self.started = started
+        self.groups = groups
+
+    def tool_groups(self) -> list[str] | None:
+        return self.groups
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         index = self.started[ctx.task.name]
@@ -185,7 +195,7 @@ def _run_trials(
 ) -> list[AttemptRow]:
     from transformers import AutoTokenizer
 
-    from bureau.harness.agent import HarnessAgent, complete_record
+    from bureau.harness.agent import HarnessAgent, complete_record, harness_tool_groups
     from bureau.harness.render import Renderer
     from bureau.inference.session import engine_session
     from bureau.records import write_parquet
@@ -215,7 +225,9 @@ def _run_trials(
             def make_agent() -> Agent:
                 if base_seed is None:
                     return harness_agent(None)
-                return SeededAttempts(harness_agent, base_seed, started)
+                return SeededAttempts(
+                    harness_agent, base_seed, started, harness_tool_groups(harness)
+                )
 
             async def main() -> list[TrialResult]:
                 try:

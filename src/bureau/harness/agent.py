@@ -26,6 +26,7 @@ from bureau.harness.loop import Episode, HarnessConfig, ToolOutput
 from bureau.harness.render import Message, Renderer, tool_schema
 from bureau.inference.client import Sampler
 from bureau.records import TrajectoryRecord
+from bureau.tools import PREFIXES, groups_for
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ class HarnessAgent(Agent):
     version = "1"
     uses_tools = True
 
+    def tool_groups(self) -> list[str] | None:
+        return harness_tool_groups(self.config)
+
     async def run(self, ctx: AgentContext) -> AgentResult:
         if ctx.tools is None:
             raise BureauSystemError(SystemErrorKind.tool_server_failed, "no tool link")
@@ -131,6 +135,14 @@ class HarnessAgent(Agent):
             self.config.tool_timeout_s,
         )
         return not output.is_error
+
+
+def harness_tool_groups(config: HarnessConfig) -> list[str] | None:
+    """The tool groups a harness episode needs: those of its exposed tools, and `filesystem`
+    for the answer file the harness writes; None (all) when every tool is exposed."""
+    if config.tool_prefixes is None:
+        return None
+    return groups_for([*config.tool_prefixes, PREFIXES["filesystem"]])
 
 
 def load_record(trial_dir: Any) -> TrajectoryRecord | None:

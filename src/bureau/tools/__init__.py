@@ -25,6 +25,8 @@ explains how, and what is weaker when the server does not run as root.
 This file imports nothing heavy, so the group table can be read without starting MCP.
 """
 
+from collections.abc import Sequence
+
 GROUPS: dict[str, str] = {
     "filesystem": "bureau.tools.filesystem",
     "pdf": "bureau.tools.pdf",
@@ -37,4 +39,30 @@ GROUPS: dict[str, str] = {
 }
 """Group name -> module that registers it."""
 
-__all__ = ["GROUPS"]
+PREFIXES: dict[str, str] = {
+    "filesystem": "fs_",
+    "pdf": "pdf_",
+    "spreadsheet": "sheet_",
+    "slides": "slides_",
+    "documents": "docx_",
+    "mail": "mail_",
+    "chat": "chat_",
+    "code": "code_",
+}
+"""Group name -> the prefix of its tool names."""
+
+
+def groups_for(tool_prefixes: Sequence[str] | None) -> list[str]:
+    """The groups that hold every tool whose name starts with one of `tool_prefixes` (a
+    harness's `tool_prefixes`): `["code_run_python"]` needs `code`, `["f"]` needs `filesystem`.
+    None means every tool, so every group."""
+    if tool_prefixes is None:
+        return list(GROUPS)
+    return [
+        group
+        for group, prefix in PREFIXES.items()
+        if any(prefix.startswith(p) or p.startswith(prefix) for p in tool_prefixes)
+    ]
+
+
+__all__ = ["GROUPS", "PREFIXES", "groups_for"]

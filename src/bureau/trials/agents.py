@@ -41,6 +41,11 @@ class Agent(ABC):
     version: str = "0"
     uses_tools: bool = False
 
+    def tool_groups(self) -> list[str] | None:
+        """The tool groups (`bureau.tools.GROUPS` names) its server must hold; None: all.
+        A server with fewer groups imports fewer libraries, so it starts sooner."""
+        return None
+
     @abstractmethod
     async def run(self, ctx: AgentContext) -> AgentResult:
         """Work on the task inside `ctx.sandbox` within `ctx.timeout_s` seconds."""

@@ -12,7 +12,7 @@ import asyncio
 import subprocess
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,8 +30,13 @@ from bureau.sandbox.base import Sandbox
 TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools"]
 
 
-def tool_server_cmd() -> list[str]:
-    return list(TOOL_SERVER_CMD)
+def tool_server_cmd(groups: Sequence[str] | None = None) -> list[str]:
+    """The server's command line: every group, or only `groups`."""
+    if groups is None:
+        return list(TOOL_SERVER_CMD)
+    if not groups:
+        raise ValueError("a tool server needs at least one group")
+    return [*TOOL_SERVER_CMD, "--groups", ",".join(groups)]
 
 
 @asynccontextmanager
@@ -159,10 +164,15 @@ class ToolLink:
 
 
 async def open_tool_link(
-    sandbox: Sandbox, *, timeout_s: float, cmd: list[str] | None = None
+    sandbox: Sandbox,
+    *,
+    timeout_s: float,
+    cmd: list[str] | None = None,
+    groups: Sequence[str] | None = None,
 ) -> ToolLink:
-    """Start the tool servers in `sandbox` and complete the MCP handshake."""
-    proc = sandbox.spawn(cmd or tool_server_cmd(), phase="agent", tool_server=True)
+    """Start the tool servers in `sandbox` (every group, or only `groups`) and complete the
+    MCP handshake."""
+    proc = sandbox.spawn(cmd or tool_server_cmd(groups), phase="agent", tool_server=True)
     link = ToolLink(proc)
     ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     link._owner = asyncio.create_task(link._own(ready))

@@ -5,7 +5,8 @@ per-trial start can hide. The pool starts sandboxes ahead of demand with an empt
 spawns the tool servers in them and completes the MCP handshake. A trial then takes a ready
 slot and only copies its task's files into the (bind-mounted) workspace, which the running
 servers see at once. Slots are keyed by the environment's shape (workdir and limits) so a task
-always gets a sandbox built to its own `task.toml`.
+always gets a sandbox built to its own `task.toml`, and by the tool groups its servers hold, so
+an agent that needs only some groups gets a server that imported only those.
 
 Refills run in the background; a trial that finds the pool empty starts a slot itself.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +45,14 @@ class Shape:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:12]
 
 
+Key = tuple[Shape, tuple[str, ...] | None]
+"""A sandbox's shape and its server's tool groups (None: all)."""
+
+
+def _key(task: TaskDir, groups: Sequence[str] | None) -> Key:
+    return Shape.of(task), None if groups is None else tuple(sorted(groups))
+
+
 @dataclass
 class Slot:
     sandbox: Sandbox
@@ -63,7 +73,7 @@ class WarmPool:
         self.root = root
         self.size = size
         self.start_timeout_s = start_timeout_s
-        self._ready: dict[Shape, asyncio.Queue[Slot]] = {}
+        self._ready: dict[Key, asyncio.Queue[Slot]] = {}
         self._refills: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -85,57 +95,60 @@ class WarmPool:
             (path / "task.toml").write_text(tomli_w.dumps({"environment": env}))
         return load_task_dir(path)
 
-    async def _start_slot(self, shape: Shape) -> Slot:
+    async def _start_slot(self, key: Key) -> Slot:
+        shape, groups = key
         blank = self._blank_task(shape)
         sandbox = await asyncio.to_thread(self.runtime.start, blank, timeout_s=self.start_timeout_s)
         try:
-            tools = await open_tool_link(sandbox, timeout_s=self.start_timeout_s)
+            tools = await open_tool_link(sandbox, timeout_s=self.start_timeout_s, groups=groups)
         except BaseException:
             await asyncio.to_thread(sandbox.stop)
             raise
         return Slot(sandbox, tools)
 
-    def _queue(self, shape: Shape) -> asyncio.Queue[Slot]:
-        if shape not in self._ready:
-            self._ready[shape] = asyncio.Queue()
-        return self._ready[shape]
+    def _queue(self, key: Key) -> asyncio.Queue[Slot]:
+        if key not in self._ready:
+            self._ready[key] = asyncio.Queue()
+        return self._ready[key]
 
-    def _refill(self, shape: Shape) -> None:
+    def _refill(self, key: Key) -> None:
         if self._closed:
             return
-        missing = self.size - self._queue(shape).qsize() - len(self._refills)
+        missing = self.size - self._queue(key).qsize() - len(self._refills)
         for _ in range(max(0, missing)):
-            task = asyncio.create_task(self._fill_one(shape))
+            task = asyncio.create_task(self._fill_one(key))
             self._refills.add(task)
             task.add_done_callback(self._refills.discard)
 
-    async def _fill_one(self, shape: Shape) -> None:
+    async def _fill_one(self, key: Key) -> None:
         # A refill that fails leaves the pool short; the next acquire starts its own slot and
         # reports the error where it belongs, in a trial.
         with contextlib.suppress(Exception):
-            slot = await self._start_slot(shape)
+            slot = await self._start_slot(key)
             if self._closed:
                 await slot.close()
             else:
-                self._queue(shape).put_nowait(slot)
+                self._queue(key).put_nowait(slot)
 
-    async def warm(self, task: TaskDir) -> None:
-        """Fill the pool for this task's shape and wait until it is full."""
-        shape = Shape.of(task)
-        self._refill(shape)
+    async def warm(self, task: TaskDir, groups: Sequence[str] | None = None) -> None:
+        """Fill the pool for this task's shape (servers holding `groups`, None: all) and wait
+        until it is full."""
+        self._refill(_key(task, groups))
         while self._refills:
             await asyncio.gather(*self._refills, return_exceptions=True)
 
-    async def acquire(self, task: TaskDir) -> Slot:
-        """A ready sandbox holding a copy of `task`'s workspace, its tool servers connected."""
-        shape = Shape.of(task)
-        queue = self._queue(shape)
+    async def acquire(self, task: TaskDir, groups: Sequence[str] | None = None) -> Slot:
+        """A ready sandbox holding a copy of `task`'s workspace, its tool servers (every group,
+        or only `groups`) connected."""
+        key = _key(task, groups)
+        shape = key[0]
+        queue = self._queue(key)
         slot = queue.get_nowait() if not queue.empty() else None
-        self._refill(shape)
+        self._refill(key)
         if slot is None or slot.tools.proc.poll() is not None:
             if slot is not None:
                 await slot.close()
-            slot = await self._start_slot(shape)
+            slot = await self._start_slot(key)
         try:
             if task.workspace_dir.is_dir():
                 await asyncio.to_thread(slot.sandbox.upload, task.workspace_dir, shape.workdir)

@@ -113,7 +113,7 @@ async def run_trial(
         async with gate():
             with timed(result.environment_setup):
                 if pool is not None and agent.uses_tools:
-                    slot = await pool.acquire(task)
+                    slot = await pool.acquire(task, agent.tool_groups())
                     sandbox, tools = slot.sandbox, slot.tools
                 else:
                     sandbox = await _start(runtime, task, config.sandbox_start_timeout_s)
@@ -121,7 +121,9 @@ async def run_trial(
             if agent.uses_tools and tools is None:
                 from bureau.trials.mcp_link import open_tool_link
 
-                tools = await open_tool_link(sandbox, timeout_s=config.tool_server_timeout_s)
+                tools = await open_tool_link(
+                    sandbox, timeout_s=config.tool_server_timeout_s, groups=agent.tool_groups()
+                )
         ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools)
         with timed(result.agent_execution):
             outcome = await _run_agent(agent, ctx)
