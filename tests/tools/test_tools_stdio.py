@@ -23,9 +23,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from tools_helpers import build_workspace, code_python
 
-from bureau.tools import GROUPS
+from bureau.tools import GROUPS, groups_for
 from bureau.tools import PREFIXES as GROUP_PREFIXES
-from bureau.tools import groups_for
 from bureau.tools.core import ToolSettings, Workspace
 from bureau.tools.server import build_server
 
