@@ -7,7 +7,10 @@ Reports, side by side in one run:
 1. start -> tool servers ready -> teardown, p50 and p95: from the warm pool (the default path
    of tool-using trials) and cold (a fresh sandbox and tool-server process), and their ratio;
 2. p50 latency of one call of each tool, on a generated world;
-3. oracle trials per minute over a task set at concurrency 1, 8 and 32, with system errors.
+3. oracle trials per minute over a task set at concurrency 1, 8 and 32, with system errors;
+4. a cold start of a tool server with every group against one with only the groups of the demo's
+   harness (filesystem and code), interleaved: wall time to ready and the CPU time of the
+   sandbox's processes (`--only-groups` runs just this).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import statistics
 import tempfile
 import time
@@ -141,6 +145,40 @@ async def start_to_ready(runtime: Any, task: TaskDir, root: Path, samples: int) 
     }
 
 
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def server_groups(runtime: Any, task: TaskDir, samples: int) -> dict[str, Any]:
+    """Cold sandbox + tool server to ready and closed, every group against filesystem + code,
+    alternating so both see the same machine."""
+    variants: dict[str, list[str] | None] = {"all": None, "filesystem+code": ["filesystem", "code"]}
+    wall: dict[str, list[float]] = {k: [] for k in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
+    for _ in range(samples):
+        for name, groups in variants.items():
+            cpu0, started = children_cpu_s(), time.perf_counter()
+            sandbox = await asyncio.to_thread(runtime.start, task, timeout_s=60)
+            link = await open_tool_link(sandbox, timeout_s=60, groups=groups)
+            wall[name].append(time.perf_counter() - started)
+            await link.close()
+            await asyncio.to_thread(sandbox.stop)
+            cpu[name].append(children_cpu_s() - cpu0)
+    out: dict[str, Any] = {
+        name: {
+            "ready_p50_s": round(statistics.median(wall[name]), 3),
+            "cpu_s_p50": round(statistics.median(cpu[name]), 3),
+        }
+        for name in variants
+    }
+    out["all_over_filesystem_code_cpu"] = round(
+        statistics.median(cpu["all"]) / statistics.median(cpu["filesystem+code"]), 2
+    )
+    out["samples"] = samples
+    return out
+
+
 async def tool_latency(runtime: Any, task: TaskDir, root: Path, repeats: int) -> dict[str, Any]:
     pool = WarmPool(runtime, root / "pool-tools", size=1)
     slot = await pool.acquire(task)
@@ -201,6 +239,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--levels", default="1,8,32", help="concurrency levels; '' skips")
     parser.add_argument("--only-tools", action="store_true", help="just the tool latencies")
+    parser.add_argument("--only-groups", action="store_true", help="just the server groups")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bureau-bench-sandbox-"))
     n_tasks = 40 if args.quick else args.tasks
@@ -209,6 +248,11 @@ def main() -> None:
     law = next(t for t in tasks if "-law-" in t.path.name)
     runtime = get_runtime("local", root=root / "sandboxes")
     report: dict[str, Any] = {}
+    report["server_groups"] = asyncio.run(server_groups(runtime, law, 4 if args.quick else 10))
+    print(json.dumps(report["server_groups"], indent=2), flush=True)
+    if args.only_groups:
+        runtime.close()
+        return
     if not args.only_tools:
         report["start_to_ready_to_teardown"] = asyncio.run(
             start_to_ready(runtime, law, root, 10 if args.quick else 40)

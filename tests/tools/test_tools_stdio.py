@@ -32,8 +32,10 @@ PREFIXES = ("fs_", "pdf_", "sheet_", "slides_", "docx_", "mail_", "chat_", "code
 
 
 @contextlib.asynccontextmanager
-async def _session(args: list[str], errlog: Any) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=args)
+async def _session(
+    args: list[str], errlog: Any, cwd: Path | None = None
+) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=cwd)
     async with (
         stdio_client(params, errlog=errlog) as (read, write),
         ClientSession(read, write) as session,
@@ -59,11 +61,11 @@ class Client:
 
 
 @contextlib.contextmanager
-def serving(args: list[str]) -> Iterator[Client]:
+def serving(args: list[str], cwd: Path | None = None) -> Iterator[Client]:
     with (
         tempfile.TemporaryFile("w+") as errlog,
         start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_session(args, errlog)) as session,
+        portal.wrap_async_context_manager(_session(args, errlog, cwd)) as session,
     ):
         yield Client(portal, session)
 
@@ -115,6 +117,36 @@ def test_each_group_names_its_tools_with_its_own_prefix(root: Path) -> None:
         names = [t.name for t in anyio.run(server.list_tools)]
         assert names, group
         assert all(name.startswith(prefix) for name in names), (group, names)
+
+
+PLANTED = """
+import pathlib
+pathlib.Path(__file__).with_name("IMPORTED-" + __name__).write_text("agent code ran in the server")
+raise ImportError("planted")
+"""
+
+
+def test_a_module_the_agent_plants_is_never_imported_by_the_server(tmp_path: Path) -> None:
+    """A server with the filesystem group imports the document libraries only when a tool needs
+    them. Started from the workspace with `python -m` (which puts the working directory first
+    on the import path), it must still import the real libraries, not the agent's files."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    build_workspace(workspace)
+    for name in ("openpyxl", "docx", "pptx", "pdfplumber"):
+        (workspace / f"{name}.py").write_text(PLANTED)
+    args = ["-m", "bureau.tools", "--groups", "filesystem", "--workspace", str(workspace)]
+    with serving(args, cwd=workspace) as c:
+        results = [
+            c.call("fs_info", {"path": "finance/budget.xlsx"}),
+            c.call("fs_info", {"path": "docs/memo.docx"}),
+            c.call("fs_info", {"path": "decks/review.pptx"}),
+            c.call("fs_search_content", {"query": "Alpha column", "include_documents": True}),
+        ]
+    assert [error for error, _ in results] == [False] * 4, results
+    assert "sheets: " in results[0][1] and "paragraphs: " in results[1][1]
+    assert "slides: " in results[2][1] and "review.pdf" in results[3][1]
+    assert sorted(p.name for p in workspace.glob("IMPORTED-*")) == []
 
 
 def test_the_groups_a_harness_needs_follow_its_tool_prefixes() -> None:

@@ -67,8 +67,22 @@ def parser(default_groups: Sequence[str] | None = None) -> argparse.ArgumentPars
     return p
 
 
+def drop_writable_paths(workspace: Path) -> None:
+    """Take the working directory and anything inside the workspace off `sys.path` (`python -m`
+    puts the working directory first): tools import some libraries late, and a module the agent
+    wrote into the workspace must never be what they import."""
+    cwd, root = Path.cwd().resolve(), workspace.resolve()
+
+    def writable(entry: str) -> bool:
+        path = Path(entry or ".").resolve()
+        return path == cwd or (root != Path("/") and path.is_relative_to(root))
+
+    sys.path[:] = [entry for entry in sys.path if not writable(entry)]
+
+
 def main(argv: Sequence[str] | None = None, *, default_groups: Sequence[str] | None = None) -> None:
     args = parser(default_groups).parse_args(argv)
+    drop_writable_paths(args.workspace)
     from bureau.tools.core import ToolSettings, Workspace
     from bureau.tools.server import serve
 

@@ -23,14 +23,10 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-import docx
-import openpyxl
-from docx.table import Table as DocxTable
-from docx.text.paragraph import Paragraph as DocxParagraph
-from pptx import Presentation
-from pptx.enum.shapes import MSO_SHAPE_TYPE
-
-from bureau.tools import pdfread
+# The document libraries are imported by the readers that use them: the filesystem group uses
+# this module too, and a server holding only that group (and code) starts without them. That is
+# safe because the tool server runs with a safe import path (`python3 -P`): nothing in the
+# agent's workspace can stand in for a module imported late.
 
 Rows = list[list[str]]
 TEXT_SUFFIXES = {
@@ -70,6 +66,10 @@ class DocxItem:
 
 
 def docx_items(path: Path) -> list[DocxItem]:
+    import docx
+    from docx.table import Table as DocxTable
+    from docx.text.paragraph import Paragraph as DocxParagraph
+
     document = docx.Document(str(path))
     items: list[DocxItem] = []
     n_par = n_tab = 0
@@ -117,6 +117,8 @@ class SlideInfo:
 
 
 def _walk_shapes(shapes: Any) -> Iterator[Any]:
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
     for shape in shapes:
         if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
             yield from _walk_shapes(shape.shapes)
@@ -154,6 +156,8 @@ def slide_info(slide: Any, number: int) -> SlideInfo:
 
 
 def deck_slides(path: Path) -> list[SlideInfo]:
+    from pptx import Presentation
+
     deck = Presentation(str(path))
     return [slide_info(slide, i) for i, slide in enumerate(deck.slides, start=1)]
 
@@ -239,6 +243,8 @@ Line = tuple[str, str]
 
 
 def _pdf_lines(path: Path, check: Callable[[], None]) -> list[Line]:
+    from bureau.tools import pdfread
+
     _, pages = pdfread.read_pages(path, check=check)
     return [(f"page {p.number}", line) for p in pages for line in p.text.splitlines()]
 
@@ -266,6 +272,8 @@ def _pptx_lines(path: Path, check: Callable[[], None]) -> list[Line]:
 
 
 def _xlsx_lines(path: Path, check: Callable[[], None]) -> list[Line]:
+    import openpyxl
+
     out: list[Line] = []
     wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
     try:

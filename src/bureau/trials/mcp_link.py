@@ -26,8 +26,10 @@ from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Sandbox
 
 # The sandbox starts the tool server with `tool_server=True`: it then runs agent code as the
-# sandbox's second uid (BUREAU_CODE_UID), which cannot signal, trace or read the server.
-TOOL_SERVER_CMD = ["python3", "-m", "bureau.tools"]
+# sandbox's second uid (BUREAU_CODE_UID), which cannot signal, trace or read the server. `-P`
+# keeps the working directory (the agent's workspace) off the server's import path, so a module
+# the agent writes there is never imported by a tool that imports a library late.
+TOOL_SERVER_CMD = ["python3", "-P", "-m", "bureau.tools"]
 
 
 def tool_server_cmd(groups: Sequence[str] | None = None) -> list[str]:
