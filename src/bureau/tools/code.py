@@ -63,7 +63,9 @@ def _report(ws: Workspace, result: RunResult, timeout_s: float) -> str:
             status = f"killed by signal {-code}"
     else:
         status = f"exit code {code}"
-    head = f"{status} after {result.duration_s:.2f} s (uid {result.run_as_uid}, cwd {ws.root})"
+    # No uid here: it is random per sandbox, tells the agent nothing it needs, and would make
+    # the same program's output (and so a recorded trajectory) differ from run to run.
+    head = f"{status} after {result.duration_s:.2f} s (cwd {ws.root})"
     return f"{head}\n{_streams(result)}"
 
 
