@@ -89,8 +89,8 @@ def test_each_mistake_changes_the_trajectory_as_described(mistake: Mistake) -> N
         return
     answer = json.loads(str(_call(second)[1]["content"]))
     gold = {"counterparty": "Castillo Systems", "annual_value": 2010000}
-    if mistake == "missing_key":
-        assert len(answer) == 1 and answer.items() <= gold.items()
+    if mistake == "missing_key":  # the last key asked for is the one left out
+        assert answer == {"counterparty": "Castillo Systems"}
     elif mistake == "wrong_value":
         assert answer.keys() == gold.keys()
         assert sum(answer[k] != gold[k] for k in gold) == 1

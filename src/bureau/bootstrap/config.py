@@ -42,7 +42,7 @@ class MistakeRates(StrictModel):
     wrong_value: float = Field(default=0.08, ge=0, le=1)
     """Read the right file, but answer one key with another value seen in it."""
     missing_key: float = Field(default=0.06, ge=0, le=1)
-    """Leave one answer key out of output/answer.json."""
+    """Leave the last answer key (in the instruction's order) out of output/answer.json."""
     malformed_call: float = Field(default=0.05, ge=0, le=1)
     """Write the first tool call as invalid JSON, then recover after the harness's correction."""
     give_up: float = Field(default=0.05, ge=0, le=1)

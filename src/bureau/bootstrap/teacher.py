@@ -334,7 +334,7 @@ class Teacher:
                 columns = {**columns, wrong: self.rng.choice(others)}
         elif self.mistake == "missing_key" and len(columns) > 1:
             columns = dict(columns)
-            del columns[self.rng.choice(list(columns))]
+            del columns[self._forgotten(list(columns))]
         order = {k: i for i, k in enumerate(self.task.answer_keys)}
         columns = dict(sorted(columns.items(), key=lambda kv: order.get(kv[0], len(order))))
         call = lookup_call(path, key, columns)
@@ -342,6 +342,13 @@ class Teacher:
             yield malformed_text(call)
         yield call_text(call)
         yield FINAL_MESSAGE
+
+    def _forgotten(self, keys: list[str]) -> str:
+        """The key a `missing_key` mistake leaves out: the last one the instruction asks for,
+        as someone who stops early would. Always the same one, so the mistake is one decision
+        (go on, or close the answer) that a policy copies as often as the teacher made it."""
+        order = {k: i for i, k in enumerate(self.task.answer_keys)}
+        return max(keys, key=lambda k: order.get(k, len(order)))
 
     def _answer(self, seen: str) -> dict[str, Any]:
         criteria = self.task.criteria
@@ -352,7 +359,7 @@ class Teacher:
             wrong = self.rng.choice(criteria)
             answer[wrong.key] = distractor(wrong, seen, self.rng)
         elif self.mistake == "missing_key" and answer:
-            del answer[self.rng.choice(list(answer))]
+            del answer[self._forgotten(list(answer))]
         # The instruction's key order (the grader ignores order; a model sees this one).
         order = {k: i for i, k in enumerate(self.task.answer_keys)}
         return dict(sorted(answer.items(), key=lambda kv: order.get(kv[0], len(order))))
