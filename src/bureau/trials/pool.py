@@ -50,7 +50,9 @@ Key = tuple[Shape, tuple[str, ...] | None]
 
 
 def _key(task: TaskDir, groups: Sequence[str] | None) -> Key:
-    return Shape.of(task), None if groups is None else tuple(sorted(groups))
+    # In the order given: the server lists its tools group by group, and a pooled server must
+    # show the model the same tool list as one started for the trial.
+    return Shape.of(task), None if groups is None else tuple(groups)
 
 
 @dataclass
