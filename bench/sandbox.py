@@ -9,7 +9,11 @@ Reports, side by side in one run:
 2. p50 latency of one call of each tool, on a generated world;
 3. oracle trials per minute over a task set at concurrency 1, 8 and 32, with system errors;
 4. the CPU time of a tool server's start-up with every group against one with only the groups
-   of the demo's harness (filesystem and code), interleaved (`--only-groups` runs just this).
+   of the demo's harness (filesystem and code), interleaved (`--only-groups` runs just this);
+5. warm sandboxes (every tool group ready) at 8 and 64 at once, with tool servers forked by the
+   zygote against servers started with exec: PSS per warm sandbox (all of its processes, and
+   the zygote's share), and CPU time and wall time per slot to fill the pool (`--only-memory`
+   runs just this).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -177,6 +182,88 @@ def server_groups(workspace: Path, samples: int) -> dict[str, Any]:
     return out
 
 
+def descendants(root: int) -> list[int]:
+    """Every live process below `root`."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def pss_mib(pids: list[int]) -> float:
+    total_kb = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        pss = [line for line in text.splitlines() if line.startswith("Pss:")]
+        total_kb += int(pss[0].split()[1])
+    return total_kb / 1024
+
+
+def own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime + children_cpu_s()
+
+
+def tree_cpu_s(pids: list[int]) -> float:
+    """CPU time of live processes and of the children they reaped (a sandbox's server is reaped
+    by its bwrap init, which dies by SIGKILL: counted now or never)."""
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+async def warm_memory(task: TaskDir, root: Path, counts: list[int]) -> dict[str, Any]:
+    """PSS per warm sandbox and CPU per slot, tool servers forked (zygote) against exec'd."""
+    from bureau.sandbox.local import LocalRuntime
+
+    out: dict[str, Any] = {}
+    for count in counts:
+        for variant, zygote in (("forked", True), ("exec", False)):
+            runtime = LocalRuntime(root / f"mem-{variant}-{count}", zygote=zygote)
+            pool = WarmPool(runtime, root / f"pool-mem-{variant}-{count}", size=count)
+            cpu, started = own_cpu_s(), time.perf_counter()
+            await pool.warm(task)
+            wall = time.perf_counter() - started
+            await asyncio.sleep(2)  # let start-up garbage settle
+            ready = sum(q.qsize() for q in pool._ready.values())
+            pids = descendants(os.getpid())
+            pss = pss_mib(pids)
+            cpu = own_cpu_s() - cpu + tree_cpu_s(pids)
+            await pool.close()
+            runtime.close()
+            out[f"{variant}_{count}"] = {
+                "ready": ready,
+                "pss_mib_per_sandbox": round(pss / max(1, ready), 1),
+                "cpu_s_per_slot": round(cpu / max(1, ready), 2),
+                "wall_s_per_slot": round(wall / max(1, ready), 2),
+            }
+            print(f"{variant} x{count}: {out[f'{variant}_{count}']}", flush=True)
+        f, e = out[f"forked_{count}"], out[f"exec_{count}"]
+        out[f"exec_over_forked_{count}"] = {
+            "pss": round(e["pss_mib_per_sandbox"] / f["pss_mib_per_sandbox"], 1),
+            "cpu": round(e["cpu_s_per_slot"] / f["cpu_s_per_slot"], 1),
+        }
+    return out
+
+
 async def tool_latency(runtime: Any, task: TaskDir, root: Path, repeats: int) -> dict[str, Any]:
     pool = WarmPool(runtime, root / "pool-tools", size=1)
     slot = await pool.acquire(task)
@@ -238,6 +325,8 @@ def main() -> None:
     parser.add_argument("--levels", default="1,8,32", help="concurrency levels; '' skips")
     parser.add_argument("--only-tools", action="store_true", help="just the tool latencies")
     parser.add_argument("--only-groups", action="store_true", help="just the server groups")
+    parser.add_argument("--only-memory", action="store_true", help="just the warm sandboxes")
+    parser.add_argument("--warm", default="8,64", help="warm-sandbox counts for the memory part")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bureau-bench-sandbox-"))
     n_tasks = 40 if args.quick else args.tasks
@@ -246,6 +335,13 @@ def main() -> None:
     law = next(t for t in tasks if "-law-" in t.path.name)
     runtime = get_runtime("local", root=root / "sandboxes")
     report: dict[str, Any] = {}
+    if args.warm:
+        counts = [int(x) for x in args.warm.split(",") if x]
+        report["warm_sandboxes"] = asyncio.run(warm_memory(law, root, counts))
+        print(json.dumps(report["warm_sandboxes"], indent=2), flush=True)
+    if args.only_memory:
+        runtime.close()
+        return
     report["server_groups"] = server_groups(law.workspace_dir, 4 if args.quick else 10)
     print(json.dumps(report["server_groups"], indent=2), flush=True)
     if args.only_groups:

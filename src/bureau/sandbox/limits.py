@@ -44,17 +44,20 @@ _MS_NOSUID, _MS_NODEV = 2, 4
 _MNT_DETACH = 2
 
 
+def rlimits(limits: Limits) -> dict[str, int]:
+    """The rlimits of a sandboxed process, by `prlimit`'s option names (soft = hard)."""
+    return {
+        "as": limits.memory_mb * MIB,
+        "nproc": limits.max_processes,
+        "cpu": limits.cpu_time_s,
+        "fsize": limits.max_file_mb * MIB,
+        "core": 0,
+    }
+
+
 def rlimit_argv(limits: Limits, prlimit: str) -> list[str]:
     """A `prlimit` prefix that lowers the rlimits of the command it runs (limits only go down)."""
-    return [
-        prlimit,
-        f"--as={limits.memory_mb * MIB}",
-        f"--nproc={limits.max_processes}",
-        f"--cpu={limits.cpu_time_s}",
-        f"--fsize={limits.max_file_mb * MIB}",
-        "--core=0",
-        "--",
-    ]
+    return [prlimit, *(f"--{name}={value}" for name, value in rlimits(limits).items()), "--"]
 
 
 class UidLease:

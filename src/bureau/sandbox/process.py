@@ -134,6 +134,24 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pipe.close()
 
 
+def read_line(fd: int, *, timeout_s: float) -> str:
+    """One line from a pipe (or what came before EOF), waiting at most `timeout_s`; the pipe
+    stays open. TimeoutError if nothing whole came in time."""
+    deadline = time.monotonic() + timeout_s
+    data = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while b"\n" not in data:
+            left = deadline - time.monotonic()
+            if left <= 0 or not selector.select(left):
+                raise TimeoutError(f"no line within {timeout_s} s (got {data[:200]!r})")
+            chunk = os.read(fd, 1)
+            if not chunk:
+                break
+            data += chunk
+    return data.decode(errors="replace")
+
+
 def read_available(fd: int) -> str:
     """Whatever a pipe holds now, without waiting for more; closes `fd`."""
     os.set_blocking(fd, False)

@@ -65,4 +65,8 @@ def groups_for(tool_prefixes: Sequence[str] | None) -> list[str]:
     ]
 
 
-__all__ = ["GROUPS", "PREFIXES", "groups_for"]
+ZYGOTE_PRELOAD = ("bureau.tools.cli", "bureau.tools.server", *GROUPS.values())
+"""What a zygote that forks tool servers imports ahead (`bureau.sandbox.zygote`): everything a
+server of any groups imports at start, so each forked server shares it."""
+
+__all__ = ["GROUPS", "PREFIXES", "ZYGOTE_PRELOAD", "groups_for"]
