@@ -129,6 +129,7 @@ def test_a_forked_server_is_the_process_an_exec_would_start(
             sandbox.stop()
     forked, execed = profiles
     assert forked["namespaces"] == [True] * len(NAMESPACES)
+    assert forked["cwd"] == "/"  # not the workspace, where the agent writes
     uid = forked["status"]["Uid"].split()[0]  # type: ignore[index]
     assert int(uid) >= 1_000_000  # the sandbox's own uid, not root
     assert forked["status"]["CapEff"] != "0000000000000000"  # type: ignore[index]

@@ -55,6 +55,9 @@ class DemoSizes:
     pretrain_steps: int = 600
     record_attempts: int = 3
     sft_steps: int = 100
+    sft_sequences_per_step: int = 6
+    """About 4 passes over the teacher's ~140 trajectories; a step costs ~0.4 s a sequence,
+    almost all of it the 151,936-wide output layer (8 a step took 5.5 of the demo's minutes)."""
     rl_steps: int | None = None
     """None: the `steps` of configs/cpu-demo.toml."""
 
@@ -132,7 +135,7 @@ def run_demo_rl(
                 "model": root / "pretrain" / "weights",
                 "out": root / "sft",
                 "steps": sizes.sft_steps,
-                "sequences_per_step": 8,
+                "sequences_per_step": sizes.sft_sequences_per_step,
                 "seed": seed,
                 "attn_implementation": "sdpa",
                 "trainer": {

@@ -152,6 +152,10 @@ class EvalSection(StrictModel):
     """Attempts per held-out task."""
     temperature: float | None = Field(default=None, ge=0)
     """Sampling temperature for evaluation (None: the rollout's)."""
+    max_in_flight: int | None = Field(default=None, ge=1)
+    """Evaluation attempts in flight at once (None: `rollout.max_in_flight`). An evaluation
+    at the start or the end has the engines to itself, and a batching engine serves a larger
+    batch faster; one every N steps runs beside the training rollouts, adding to theirs."""
 
 
 class CheckpointSection(StrictModel):

@@ -55,6 +55,8 @@ class LoopSettings:
     eval_at_end: bool = False
     eval_attempts: int = 1
     eval_temperature: float | None = None
+    eval_max_in_flight: int | None = None
+    """Evaluation attempts in flight (None: they share `max_in_flight` with training)."""
     repair_every_s: float = 5.0
     max_batches_without_signal: int = 25
     """Consecutive batches with no usable group before the run stops with an error."""
@@ -172,9 +174,11 @@ class Controller:
         await self.buffer.put(Group(position, gid, task, list(rollouts)))
         self._wake.set()
 
-    async def _run_attempt(self, request: RolloutRequest) -> Rollout:
+    async def _run_attempt(
+        self, request: RolloutRequest, slots: asyncio.Semaphore | None = None
+    ) -> Rollout:
         requeued = 0
-        async with self.slots:
+        async with slots or self.slots:
             self.activity.change(+1)
             self._wake.set()
             try:
@@ -331,7 +335,9 @@ class Controller:
             for index, task in enumerate(self.eval_tasks)
             for a in range(self.settings.eval_attempts)
         ]
-        rollouts = await asyncio.gather(*(self._run_attempt(r) for r in requests))
+        limit = self.settings.eval_max_in_flight
+        slots = asyncio.Semaphore(limit) if limit is not None else self.slots
+        rollouts = await asyncio.gather(*(self._run_attempt(r, slots) for r in requests))
         result = eval_metrics(list(rollouts), seed=self.settings.seed)
         result |= {"label": label, "version": self.version}
         result["time_s"] = time.perf_counter() - started

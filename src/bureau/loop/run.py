@@ -38,6 +38,7 @@ def settings_of(config: RunConfig) -> LoopSettings:
         eval_at_end=config.eval.at_end,
         eval_attempts=config.eval.attempts,
         eval_temperature=config.eval.temperature,
+        eval_max_in_flight=config.eval.max_in_flight,
     )
 
 

@@ -230,9 +230,10 @@ class DockerSandbox(Sandbox):
         cwd: str | None = None,
         tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
-        argv = exec_args(
-            self.runtime.docker, self.id, cmd, self._env(env), cwd or self.workdir, True
-        )
+        # The tool server works outside the workspace, so nothing the agent writes there is
+        # in its working directory.
+        where = cwd or ("/" if tool_server else self.workdir)
+        argv = exec_args(self.runtime.docker, self.id, cmd, self._env(env), where, True)
         return self._popen(argv, True)
 
     def _popen(self, argv: list[str], pipe_stdin: bool) -> subprocess.Popen[bytes]:

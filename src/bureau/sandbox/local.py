@@ -371,6 +371,8 @@ class LocalSandbox(Sandbox):
         tool_server: bool = False,
     ) -> subprocess.Popen[bytes]:
         self._require_running()
+        if tool_server and cwd is None:
+            cwd = "/"  # outside the workspace: nothing the agent writes is in the server's cwd
         module = _python_module(cmd)
         if tool_server and module is not None and self.runtime.use_zygote:
             return self._spawn_forked(module[0], module[1], phase, env, cwd)
