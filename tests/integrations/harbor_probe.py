@@ -56,19 +56,26 @@ async def probe(task_dir: Path, scratch: Path) -> dict[str, Any]:
         host_file = scratch / "note.txt"
         host_file.write_text("uploaded\n")
         await env.upload_file(host_file, "/app/in/note.txt")
+        # The agent tries to plant files where the verifier will run and read.
+        planted = await env.exec(
+            "echo forged > /tests/test.sh; echo agent > /tmp/agent-note; "
+            "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt; "
+            "test -e /tests && echo tests-visible; test -e /logs/verifier && echo logs-visible"
+        )
+        seen["agent_sees"] = planted.stdout
+        # Harbor's verifier: upload /tests, run the tests, download /logs/verifier.
         folder = scratch / "folder"
         (folder / "sub").mkdir(parents=True)
         (folder / "sub" / "a.txt").write_text("a\n")
+        (folder / "test.sh").write_text("#!/bin/bash\necho verifier ran\n")
         await env.upload_dir(folder, "/tests")
         listing = await env.exec("cat /app/in/note.txt /tests/sub/a.txt")
         seen["upload"] = listing.stdout
+        seen["verifier_sees"] = (
+            await env.exec("ls -A /tmp /tests /logs/verifier; /tests/test.sh; touch /tests/x")
+        ).stdout
+        seen["is_dir"] = [await env.is_dir("/tests/sub"), await env.is_file("/tests/sub/a.txt")]
         await env.exec("mkdir -p /logs/verifier/deep && echo 0.5 > /logs/verifier/deep/r.txt")
-        await env.download_dir("/logs/verifier", scratch / "down")
-        await env.download_file("/app/in/note.txt", scratch / "down-file" / "note.txt")
-        seen["download"] = [
-            (scratch / "down" / "deep" / "r.txt").read_text(),
-            (scratch / "down-file" / "note.txt").read_text(),
-        ]
         await env.exec("echo x > /logs/verifier/keep.txt && echo y > /logs/verifier/drop.log")
         await env.download_dir_filtered(
             source_dir="/logs/verifier", target_dir=scratch / "filtered", include=["*.txt"]
@@ -76,11 +83,20 @@ async def probe(task_dir: Path, scratch: Path) -> dict[str, Any]:
         await env.download_dir_with_exclusions(
             source_dir="/logs/verifier", target_dir=scratch / "excluded", exclude=["deep"]
         )
+        await env.download_dir("/logs/verifier", scratch / "down")
+        await env.download_file("/app/in/note.txt", scratch / "down-file" / "note.txt")
+        seen["download"] = [
+            (scratch / "down" / "deep" / "r.txt").read_text(),
+            (scratch / "down-file" / "note.txt").read_text(),
+        ]
         seen["filtered"] = [
             sorted(p.relative_to(scratch / d).as_posix() for p in (scratch / d).rglob("*.*"))
             for d in ("filtered", "excluded")
         ]
-        seen["is_dir"] = [await env.is_dir("/tests/sub"), await env.is_file("/tests/sub/a.txt")]
+        # The download of /logs/verifier ends verification: the agent's phase again.
+        seen["after_verification"] = (
+            await env.exec("cat /tmp/agent-note; test -e /tests && echo tests-visible")
+        ).stdout
 
         started = time.perf_counter()
         try:

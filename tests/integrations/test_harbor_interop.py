@@ -155,6 +155,14 @@ def test_environment_features_through_harbor_api(harbor_bin: Path, tmp_path: Pat
     assert seen["cwd"] == "/tmp\n"
     assert seen["network"] == "refused\n"
     assert seen["upload"] == "uploaded\na\n"
+    # Until Harbor uploads /tests, the agent sees neither /tests nor /logs/verifier; then the
+    # verifier gets an empty /tmp of its own, only the uploaded tests (read-only, scripts made
+    # executable) and no reward the agent wrote; afterwards the agent's /tmp is back.
+    assert seen["agent_sees"] == ""
+    sees = seen["verifier_sees"]
+    assert sees.startswith("/logs/verifier:\n\n/tests:\nsub\ntest.sh\n\n/tmp:\n"), sees
+    assert "agent-note" not in sees and sees.endswith("verifier ran\n"), sees
+    assert seen["after_verification"] == "agent\n"
     assert seen["download"] == ["0.5\n", "uploaded\n"]
     assert seen["filtered"] == [
         ["deep/r.txt", "keep.txt"],  # include *.txt (fnmatch's * matches /)

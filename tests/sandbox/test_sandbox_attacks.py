@@ -344,3 +344,125 @@ def test_cannot_gain_privileges(sandbox: LocalSandbox, bystander: LocalSandbox) 
     assert su.returncode != 0
     assert subprocess.run(["true"]).returncode == 0
     assert_unaffected(bystander)
+
+
+@pytest.fixture
+def checkout_under_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A source folder on the sandboxed interpreters' import path that lives under /tmp, as
+    an editable install in a CI clone under /tmp puts it: the sandbox binds it again over its
+    private /tmp (`shadowed_args`)."""
+    import bureau.sandbox.bwrap as bwrap
+
+    root = Path(tempfile.mkdtemp(prefix="bureau-co-", dir="/tmp"))
+    package = root / "main" / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 'host'\n")
+    root.chmod(0o755)
+    real = bwrap.python_trees
+    monkeypatch.setattr(bwrap, "python_trees", lambda: [*real(), str(package)])
+    yield package
+    shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("phase", ["agent", "full"])
+def test_nothing_beside_binds_under_tmp_is_the_agents(
+    sandbox: LocalSandbox, bystander: LocalSandbox, checkout_under_tmp: Path, phase: str
+) -> None:
+    src, top = checkout_under_tmp.parent, checkout_under_tmp.parents[2]
+    planted = (
+        f'echo \'open("/logs/agent/pwned", "w").write("x")\' > {src}/sitecustomize.py; '
+        f"mv {top} /tmp/moved && mkdir -p {src} && cp -r /tmp/moved/main/src/pkg {src}/ && "
+        f"echo 'VALUE = \"forged\"' > {checkout_under_tmp}/__init__.py"
+    )
+    result = bash(sandbox, planted, phase=phase)  # type: ignore[arg-type]
+    assert result.returncode != 0
+    assert "Read-only file system" in result.stderr or "busy" in result.stderr.lower()
+    # A later interpreter with that folder on its path runs nothing of the agent's.
+    check = bash(
+        sandbox,
+        f"PYTHONPATH={src} python3 -c 'import pkg; print(pkg.VALUE)'; ls /logs/agent",
+        phase=phase,  # type: ignore[arg-type]
+    )
+    assert check.stdout.split() == ["host"], check
+    assert_unaffected(bystander)
+
+
+HOLD_MIB = 512
+ATTACKS = {
+    # SysV shared memory: 16 MiB segments, touched so the pages exist, never removed.
+    "sysv": """
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+held = 0
+for _ in range({n}):
+    sid = libc.shmget(0, 16 << 20, 0o1600)
+    if sid < 0:
+        print("refused", ctypes.get_errno()); break
+    addr = libc.shmat(sid, None, 0)
+    ctypes.memset(addr, 1, 16 << 20)
+    held += 16
+print("held", held, flush=True)
+time.sleep(2)
+""",
+    # memfd: memory in no file system and no address space until mapped.
+    "memfd": """
+import os, time
+held = 0
+try:
+    fds = []
+    for _ in range({n}):
+        fd = os.memfd_create("x"); os.write(fd, b"x" * (16 << 20)); fds.append(fd); held += 16
+except OSError as exc:
+    print("refused", exc.errno)
+print("held", held, flush=True)
+time.sleep(2)
+""",
+    # POSIX shared memory and /tmp: files in the sandbox's tmpfs folders.
+    "posix_shm": """
+import os, time
+held = 0
+try:
+    for i in range({n}):
+        with open(f"/dev/shm/seg{{i}}", "wb") as f: f.write(b"x" * (16 << 20))
+        held += 16
+except OSError as exc:
+    print("refused", exc.errno)
+print("held", held, flush=True)
+time.sleep(2)
+""",
+}
+
+
+def _shmem_mib() -> float:
+    line = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("Shmem:"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.parametrize("kind", sorted(ATTACKS))
+def test_shared_memory_of_every_kind_stays_within_the_sandbox(
+    sandbox: LocalSandbox, bystander: LocalSandbox, kind: str
+) -> None:
+    storage = sandbox.limits.storage_mb
+    assert 4 * storage <= HOLD_MIB  # the attack asks for far more than the sandbox may hold
+    before, peak = _shmem_mib(), 0.0
+    done: list[ExecResult] = []
+    runner = threading.Thread(
+        target=lambda: done.append(python(sandbox, ATTACKS[kind].format(n=HOLD_MIB // 16))),
+    )
+    runner.start()
+    while runner.is_alive():
+        peak = max(peak, _shmem_mib() - before)
+        time.sleep(0.05)
+    out = done[0].stdout
+    held = int(out.split("held")[1].split()[0])
+    assert "refused" in out and held <= storage, out  # reported to the agent, and bounded
+    assert peak <= storage + 16, f"{kind}: host shared memory grew by {peak:.0f} MiB"
+    if kind == "posix_shm":
+        sandbox.stop()  # files of the sandbox's /tmp and /dev/shm live until its teardown
+    # Then nothing is left (the kernel frees a dead ipc namespace's segments a moment later).
+    deadline = time.monotonic() + 10
+    while _shmem_mib() - before >= 16 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _shmem_mib() - before < 16, kind
+    assert_unaffected(bystander)

@@ -169,6 +169,38 @@ def test_filling_the_disk_stops_at_the_storage_limit(env: dict[str, Any]) -> Non
     assert shutil.disk_usage("/").free > 2**30
 
 
+SYSV_SEGMENT = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+sid = libc.shmget(0, 16 << 20, 0o1600)
+if sid < 0:
+    print("refused", ctypes.get_errno())
+else:
+    ctypes.memset(libc.shmat(sid, None, 0), 1, 16 << 20)
+    print("kept")
+"""
+
+
+def test_shared_memory_does_not_pile_up_across_code_runs(env: dict[str, Any]) -> None:
+    # Segments outlive the run that made them (the tool server's ipc namespace lives on), so
+    # they count together against the sandbox's storage limit (64 MiB here).
+    trial = Trial(env["runtime"], env["task"], env["loop"])
+    try:
+        outs = [trial.code("py", SYSV_SEGMENT) for _ in range(8)]
+        kept = sum("kept" in out for out in outs)
+        assert kept == 4 and "refused" in outs[-1], outs
+    finally:
+        trial.close()
+    bystander_ok(env)
+
+
+def test_memfd_is_not_available_to_agent_code(env: dict[str, Any]) -> None:
+    out = env["victim"].code("py", "import os\nos.memfd_create('x')")
+    assert "Function not implemented" in out
+    bystander_ok(env)
+
+
 def test_cpu_spin_is_stopped_at_the_timeout(env: dict[str, Any]) -> None:
     out = env["victim"].code("py", "while True: pass", timeout_s=2)
     assert "timed out" in out.lower() or "timeout" in out.lower()

@@ -6,8 +6,19 @@ Select it with (Harbor >= 0.26, Python >= 3.12, bureau installed in the same env
 
 Each Harbor trial gets one bureau sandbox (`bureau.sandbox.get_runtime("local")`), started from
 the task directory that holds Harbor's `environment/` folder. Harbor runs its phases itself
-(agent, then `/tests` upload and test.sh), so every command runs in the sandbox's `full` phase,
-where the workdir, `/logs/agent`, `/logs/verifier`, `/tests` and `/solution` are all visible.
+(agent, then `/tests` upload and test.sh); the environment follows them from what Harbor asks:
+
+- Until Harbor uploads `/tests`, commands run in the sandbox's `solution` phase: the workdir
+  and `/logs/agent` writable, `/solution` read-only (empty unless the oracle agent uploaded
+  it), no `/tests` and no `/logs/verifier`, so the agent can neither read the tests nor plant
+  files where the verifier reads.
+- The upload to `/tests` starts verification: everything the agent started is killed, the
+  verifier's `/tmp`, `/tests` and reward files are emptied, and commands run in the `verifier`
+  phase (the workdir writable, `/logs/agent` and `/tests` read-only, `/logs/verifier`
+  writable, a `/tmp` the agent never had). Nothing the agent wrote is on the verifier's import
+  path or in its `/tmp`.
+- The download of `/logs/verifier` ends it (Harbor's multi-step tasks run the agent again).
+
 What differs from Harbor's Docker environment:
 
 - The Dockerfile is not built. Commands run on the host's read-only system (its bash, Python
@@ -44,6 +55,7 @@ import dataclasses
 import fnmatch
 import functools
 import os
+import posixpath
 import shutil
 import signal
 import subprocess
@@ -55,7 +67,8 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from bureau.sandbox.base import Runtime, Sandbox
+from bureau.sandbox.base import Phase
+from bureau.sandbox.local import LocalRuntime, LocalSandbox
 from bureau.tasks.errors import TaskFormatErrors
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 
@@ -101,12 +114,21 @@ class BubblewrapOptions(EnvironmentOptions):
     )
 
 
+TESTS_DIR, SOLUTION_DIR, VERIFIER_DIR = "/tests", "/solution", "/logs/verifier"
+
+
+def _under(path: str, folder: str) -> bool:
+    norm = posixpath.normpath(path)
+    return norm == folder or norm.startswith(folder + "/")
+
+
 @functools.cache
-def _local_runtime() -> Runtime:
+def _local_runtime() -> LocalRuntime:
     """One runtime per process, shared by every trial of a Harbor job; closed at exit."""
     from bureau.sandbox import get_runtime
 
     runtime = get_runtime("local")
+    assert isinstance(runtime, LocalRuntime)
     atexit.register(runtime.close)
     return runtime
 
@@ -178,8 +200,9 @@ class BubblewrapEnvironment(BaseEnvironment):
     options_model = BubblewrapOptions
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._sandbox: Sandbox | None = None
+        self._sandbox: LocalSandbox | None = None
         self._task: TaskDir | None = None
+        self._verifying = False
         super().__init__(*args, **kwargs)
 
     @staticmethod
@@ -236,10 +259,33 @@ class BubblewrapEnvironment(BaseEnvironment):
             self._task, config=config.model_copy(update={"environment": environment})
         )
 
-    def _running(self) -> Sandbox:
+    def _running(self) -> LocalSandbox:
         if self._sandbox is None:
             raise RuntimeError(f"the {ENVIRONMENT_TYPE} environment is not started")
         return self._sandbox
+
+    @property
+    def phase(self) -> Phase:
+        """The sandbox phase of the next command (see the module docstring)."""
+        return "verifier" if self._verifying else "solution"
+
+    async def _before_upload(self, target: str) -> None:
+        if _under(target, TESTS_DIR) and not self._verifying:
+            await _in_thread(self._running().begin_verification)
+            self._verifying = True
+
+    def _after_upload(self, target: str) -> None:
+        # Harbor makes scripts executable with a `chmod` inside, which a read-only /tests or
+        # /solution refuses; it is done here, on the host, instead.
+        if _under(target, TESTS_DIR) or _under(target, SOLUTION_DIR):
+            folder = self._running().host_path(target)
+            for path in [folder] if folder.is_file() else folder.rglob("*.sh"):
+                if path.is_file() and not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o111)
+
+    def _after_download(self, source: str) -> None:
+        if _under(source, VERIFIER_DIR):
+            self._verifying = False
 
     async def start(self, force_build: bool) -> None:
         if self._sandbox is not None:
@@ -266,7 +312,7 @@ class BubblewrapEnvironment(BaseEnvironment):
         # follows the thread that started it, and the loop's thread outlives the trial.
         process = self._running().spawn(
             ["bash", "-c", command],
-            phase="full",
+            phase=self.phase,
             env=self._merge_env(env),
             cwd=cwd or self.task_env_config.workdir,
         )
@@ -286,20 +332,26 @@ class BubblewrapEnvironment(BaseEnvironment):
         )
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        await self._before_upload(target_path)
         await _in_thread(self._running().upload, Path(source_path), target_path)
+        self._after_upload(target_path)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await self._before_upload(target_dir)
         await _in_thread(self._running().upload, Path(source_dir), target_dir)
+        self._after_upload(target_dir)
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         target = Path(target_path)
         target.parent.mkdir(parents=True, exist_ok=True)
         await _in_thread(self._running().download, source_path, target)
+        self._after_download(source_path)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         target = Path(target_dir)
         target.mkdir(parents=True, exist_ok=True)
         await _in_thread(self._running().download, source_dir, target)
+        self._after_download(source_dir)
 
     # Harbor's default filtered downloads pack a tar inside the environment under /tmp, which a
     # bureau sandbox does not exchange files through; these filter a plain download on the host.

@@ -15,6 +15,7 @@ uid could not traverse; every parent is therefore created explicitly with mode 0
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import sys
 import tempfile
@@ -116,31 +117,53 @@ def system_args(workdir: str) -> list[str]:
     return [*args, "--proc", "/proc", "--dev", "/dev", "--symlink", "../tmp", "/var/tmp"]
 
 
-def shadowed_args(inside: Sequence[str]) -> list[str]:
+def shadowed_args(inside: Sequence[str], paths: Sequence[str] | None = None) -> list[str]:
     """Binds to repeat after the trial's folders are mounted at `inside` (e.g. /tmp).
 
     A checkout or venv that lives under /tmp (CI clones often do) would be hidden by the
-    sandbox's private /tmp; binding it again on top keeps Python and bureau reachable.
+    sandbox's private /tmp; binding it again on top keeps Python and bureau reachable. The
+    folder just below the mount (`/tmp/ci` for `/tmp/ci/main/.venv`) becomes a read-only tmpfs
+    holding only the binds and their parents: were those parents plain folders of the trial's
+    writable /tmp, an agent could write next to the binds (a `sitecustomize.py` in the source
+    folder that an editable install puts on every interpreter's import path) and so run code in
+    whatever Python starts after it, the verifier included. A mount point cannot be renamed or
+    written into, so nothing above or beside the binds is the agent's. `paths` defaults to the
+    Python installation, the venv and the sandbox's part of the `bureau` package.
     """
-    package = Path(bureau.__file__).parent
-    paths = [*python_trees()]
-    paths += [str(package / e) for e in SANDBOX_PACKAGE_ENTRIES if (package / e).exists()]
-    shadowed = [p for p in paths if any(_under(p, target) and p != target for target in inside)]
-    if not shadowed:
-        return []
-    # Their parents are created inside the trial's folder; make them traversable (bwrap would
-    # create them 0700, closed to the sandbox's uid).
-    parents = {
-        str(parent)
-        for path in shadowed
-        for parent in PurePosixPath(path).parents
-        if any(_under(str(parent), t) and str(parent) != t for t in inside)
-    }
+    package = str(Path(bureau.__file__).parent)
+    entries = [
+        str(Path(package) / e) for e in SANDBOX_PACKAGE_ENTRIES if (Path(package) / e).exists()
+    ]
+    if paths is None:
+        paths = [*python_trees(), *entries]
+    targets = sorted(inside, key=len, reverse=True)
+    tops: dict[str, list[str]] = {}
+    for path in paths:
+        target = next((t for t in targets if _under(path, t) and path != t), None)
+        if target is not None:
+            first = PurePosixPath(path).relative_to(target).parts[0]
+            tops.setdefault(posixpath.join(target, first), []).append(path)
     args: list[str] = []
-    for folder in sorted(parents, key=lambda p: (p.count("/"), p)):
-        args += ["--perms", "0755", "--dir", folder]
-    for path in shadowed:
-        args += ["--ro-bind", path, path]
+    for top, under in sorted(tops.items()):
+        under = sorted(set(under), key=lambda p: (p.count("/"), p))
+        if under != [top]:
+            args += ["--perms", "0755", "--tmpfs", top]
+            parents = {
+                str(parent)
+                for path in under
+                for parent in PurePosixPath(path).parents
+                if _under(str(parent), top) and str(parent) != top
+            }
+            for folder in sorted(parents, key=lambda p: (p.count("/"), p)):
+                args += ["--perms", "0755", "--dir", folder]
+        for path in under:
+            args += ["--ro-bind", path, path]
+            if path != package and _under(package, path) and path not in entries:
+                # An installed bureau inside this tree: hide it again, as `system_args` does.
+                args += ["--tmpfs", package]
+                args += [a for e in entries for a in ("--ro-bind", e, e)]
+        if under != [top]:
+            args += ["--remount-ro", top]
     return args
 
 

@@ -7,6 +7,7 @@
 | cpu_time_s | RLIMIT_CPU | each process |
 | max_file_mb | RLIMIT_FSIZE | each file written |
 | storage_mb | a tmpfs of that size over the trial folder (root); else a watcher | sandbox |
+| storage_mb, again | SysV shared memory (`shmall`) in the command's ipc namespace | command |
 | cpus | cgroup `cpu.cfs_quota_us` when the cpu controller is writable | sandbox |
 
 Every sandbox runs as a uid of its own (see `UidLease`), so RLIMIT_NPROC, which the kernel
@@ -53,6 +54,25 @@ def rlimits(limits: Limits) -> dict[str, int]:
         "fsize": limits.max_file_mb * MIB,
         "core": 0,
     }
+
+
+IPC_SEGMENTS, IPC_QUEUES = 64, 16
+
+
+def ipc_limits(limits: Limits) -> dict[str, int]:
+    """The SysV IPC limits of a sandbox's ipc namespace (files in /proc/sys/kernel): shared
+    memory at most `storage_mb` in all (it lives in RAM, as the storage tmpfs does), in at most
+    64 segments, and at most 16 message queues (16 KiB each by default)."""
+    total = limits.storage_mb * MIB
+    page = os.sysconf("SC_PAGE_SIZE")
+    return {"shmmax": total, "shmall": total // page, "shmmni": IPC_SEGMENTS, "msgmni": IPC_QUEUES}
+
+
+def ipc_limit_argv(limits: Limits) -> list[str]:
+    """A prefix that sets `ipc_limits` in the command's own ipc namespace (each bwrap command
+    has one; a write there changes no other), run as root before privileges are dropped."""
+    script = "".join(f"echo {v} > /proc/sys/kernel/{k} && " for k, v in ipc_limits(limits).items())
+    return ["/bin/sh", "-c", script + 'exec "$@"', "sh"]
 
 
 def rlimit_argv(limits: Limits, prlimit: str) -> list[str]:

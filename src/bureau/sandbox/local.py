@@ -75,6 +75,7 @@ from bureau.sandbox.limits import (
     Cgroups,
     StorageWatcher,
     UidLease,
+    ipc_limit_argv,
     kill_uid,
     mount_tmpfs,
     remove_stale_cgroups,
@@ -172,6 +173,15 @@ class LocalRuntime(Runtime):
                 ) from exc
             raise
         return sandbox
+
+
+def _empty(folder: Path) -> None:
+    """Remove what `folder` holds (symlinks are removed, never followed)."""
+    for child in folder.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def _python_module(cmd: Sequence[str]) -> tuple[str, list[str]] | None:
@@ -278,6 +288,7 @@ class LocalSandbox(Sandbox):
         inner = rlimit_argv(self.limits, self.runtime.prlimit)
         extra_env: dict[str, str] = {}
         if self.runtime.privileged:
+            inner = [*ipc_limit_argv(self.limits), *inner]
             inner += [self.runtime.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}"]
             if tool_server:
                 # Just the powers to run agent code as the sandbox's second uid and keep
@@ -548,6 +559,18 @@ class LocalSandbox(Sandbox):
         """The host path behind an inside path (read it only once the sandbox is idle)."""
         root, parts = self.folder.resolve(inside)
         return root.joinpath(*parts)
+
+    def begin_verification(self) -> None:
+        """Before a verifier that runs in this sandbox after the agent (Harbor's phases): kill
+        everything the agent started, and empty the verifier's own /tmp, its /tests and the
+        reward files, so nothing of the agent's is where the verifier runs or reads."""
+        self._require_running()
+        self._kill_all()
+        for sub in ("vtmp", "tests"):
+            _empty(self.folder.host_dir(sub))
+        for name in ("reward.txt", "reward.json"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder.host_dir("logs/verifier") / name).unlink()
 
     # -- teardown ---------------------------------------------------------------------------
 
