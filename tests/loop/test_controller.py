@@ -33,6 +33,7 @@ class FakeEngine:
     def __init__(self) -> None:
         self.version = 0
         self.busy = 0
+        self.peak = 0
         self.busy_during_step: list[int] = []
 
 
@@ -49,6 +50,7 @@ class FakeRollout:
         self.calls.append(request)
         key = (request.group_id, request.attempt)
         self.engine.busy += 1
+        self.engine.peak = max(self.engine.peak, self.engine.busy)
         try:
             first = self.engine.version
             await asyncio.sleep(self.rng.uniform(0.001, 0.02))
@@ -142,6 +144,7 @@ def make(
     rollout = FakeRollout(engine, lose=lose)
     trainer = FakeTrainer(engine)
     sink = ListSink()
+    eval_tasks = kw.pop("eval_tasks", ())
     settings = LoopSettings(
         steps=steps,
         groups_per_step=2,
@@ -162,6 +165,7 @@ def make(
         reduction=ReductionConfig(),
         sink=sink,
         checkpoint_dir=tmp_path / "checkpoint",
+        eval_tasks=eval_tasks,
     )
     return controller, engine, rollout, trainer, sink
 
@@ -215,6 +219,21 @@ def test_sync_mode_keeps_engines_idle_while_training(tmp_path: Path) -> None:
     assert engine.busy_during_step and max(engine.busy_during_step) == 0
     for step, versions in enumerate(trainer.trained):
         assert set(versions) == {step}  # on-policy: every token from the current weights
+
+
+@pytest.mark.parametrize(("limit", "peak"), [(None, 2), (16, 16)])
+def test_an_evaluation_runs_as_many_attempts_at_once_as_it_may(
+    tmp_path: Path, limit: int | None, peak: int
+) -> None:
+    # Training keeps 2 in flight; the start's evaluation (7 tasks x 4 attempts) takes the
+    # training slots unless it has a limit of its own.
+    controller, engine, _rollout, _trainer, _sink = make(
+        tmp_path, steps=1, staleness=1, max_in_flight=2, eval_tasks=TASKS,
+        eval_at_start=True, eval_attempts=4, eval_max_in_flight=limit,
+    )  # fmt: skip
+    asyncio.run(controller._evaluate("start"))
+    assert engine.peak == peak
+    assert controller.evals[-1]["graded"] == 28
 
 
 def test_a_lost_worker_runs_the_attempt_again(tmp_path: Path) -> None:
