@@ -161,3 +161,17 @@ def test_broadcast_onto_sampled_tokens_only() -> None:
         broadcast_advantage(-0.5, loss_mask_T),
         torch.tensor([0.0, 0.0, 0.0, -0.5, -0.5, 0.0, -0.5]),
     )
+
+
+def test_a_malformed_turn_shares_a_failure_but_never_a_success() -> None:
+    # ob=[1] ac=[10] (malformed call) ob=[2] ac=[11, 12] -> mask [0, 1, 0, 1, 1]
+    loss_mask_T = torch.tensor([0, 1, 0, 1, 1])
+    no_credit_T = torch.tensor([0, 1, 0, 0, 0])
+    assert_close(
+        broadcast_advantage(0.5, loss_mask_T, no_credit_T=no_credit_T),
+        torch.tensor([0.0, 0.0, 0.0, 0.5, 0.5]),
+    )
+    assert_close(
+        broadcast_advantage(-1.0, loss_mask_T, no_credit_T=no_credit_T),
+        torch.tensor([0.0, -1.0, 0.0, -1.0, -1.0]),
+    )

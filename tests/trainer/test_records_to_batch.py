@@ -8,7 +8,13 @@ pytest.importorskip("torch")
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
-from bureau.trainer.data import GroupStream, completions_to_batch, records_to_batch
+from bureau.records import TrajectoryRecord, TurnRecord
+from bureau.trainer.data import (
+    GroupStream,
+    completions_to_batch,
+    malformed_tokens,
+    records_to_batch,
+)
 from bureau.trainer.synthetic import synthetic_records
 from fixture_support import group_record as _record
 
@@ -74,3 +80,37 @@ def test_a_stream_of_groups_reshuffles_each_pass_and_is_stateless() -> None:
     assert [r.group_id for r in again.take(2, 3)] == [r.group_id for r in stream.take(2, 3)]
     second_pass = [r.group_id for r in stream.take(3, 3)]
     assert sorted(second_pass) == sorted(first_pass)
+
+
+def _two_turns(tid: str, reward: float, malformed_first: bool) -> TrajectoryRecord:
+    # prompt [1, 2, 3]; turn 1 samples [10, 11]; observation [4]; turn 2 samples [12]
+    record = _record(tid, "g", reward, 3)
+    record.token_ids = [1, 2, 3, 10, 11, 4, 12]
+    record.loss_mask = [0, 0, 0, 1, 1, 0, 1]
+    record.sampler_logprobs = [0.0, 0.0, 0.0, -1.0, -1.0, 0.0, -1.0]
+    record.weight_versions = [-1, -1, -1, 4, 4, -1, 4]
+    error = "tool call 1: invalid JSON" if malformed_first else None
+    record.turns = [
+        TurnRecord([10, 11], [-1.0, -1.0], [4, 4], "stop", "e", 0.0, [4], [], error),
+        TurnRecord([12], [-1.0], [4], "stop", "e", 0.0),
+    ]
+    return record
+
+
+def test_a_malformed_turn_gets_no_credit_for_a_success_it_did_not_earn() -> None:
+    records = [_two_turns("pass", 1.0, True), _two_turns("fail", 0.0, True)]
+    assert malformed_tokens(records[0]) == [0, 0, 0, 1, 1, 0, 0]
+    made = records_to_batch(records, AdvantageConfig(), ReductionConfig())
+    assert made.batch is not None
+    passed, failed = made.batch.advantages
+    assert passed == pytest.approx([0, 0, 0, 0, 0, 0, 1], abs=1e-5)  # the recovery, not the call
+    assert failed == pytest.approx([0, 0, 0, -1, -1, 0, -1], abs=1e-5)  # the whole failure
+    shared = records_to_batch(records, AdvantageConfig(malformed_turns="share"), ReductionConfig())
+    assert shared.batch is not None
+    assert shared.batch.advantages[0] == pytest.approx([0, 0, 0, 1, 1, 0, 1], abs=1e-5)
+
+
+def test_a_record_whose_turns_do_not_match_its_tokens_gets_no_marks() -> None:
+    record = _two_turns("x", 1.0, True)
+    record.turns = record.turns[:1]
+    assert malformed_tokens(record) == [0] * 7

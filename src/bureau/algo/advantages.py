@@ -54,6 +54,11 @@ class AdvantageConfig(StrictModel):
     """What a trajectory without reward takes with it: its whole group, or only itself."""
     min_group_size: int = Field(default=2, ge=2)
     """Fewest usable trajectories a group needs; a baseline from fewer is meaningless."""
+    malformed_turns: Literal["no_credit", "share"] = "no_credit"
+    """A turn whose tool call could not be parsed (the harness asked again): `no_credit` gives
+    its tokens the trajectory's advantage only when it is negative; `share` gives them the
+    trajectory's advantage like every other turn, so a trajectory that recovered and passed
+    reinforces the malformed call along with the recovery."""
 
 
 def grpo_advantages(
@@ -189,7 +194,21 @@ def advantages_for_records(
 
 
 def broadcast_advantage(
-    advantage: float, loss_mask_T: torch.Tensor, dtype: torch.dtype = torch.float32
+    advantage: float,
+    loss_mask_T: torch.Tensor,
+    dtype: torch.dtype = torch.float32,
+    no_credit_T: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The trajectory's advantage on its sampled tokens (loss_mask 1), 0 on every other token."""
-    return (loss_mask_T != 0).to(dtype) * advantage
+    """The trajectory's advantage on its sampled tokens (loss_mask 1), 0 on every other token;
+    on tokens marked in `no_credit_T` (malformed turns) only a negative advantage, else 0.
+
+        advantage 0.5, mask [0, 1, 1, 1], no_credit [0, 1, 0, 0]  ->  [0, 0, 0.5, 0.5]
+        advantage -1,  mask [0, 1, 1, 1], no_credit [0, 1, 0, 0]  ->  [0, -1, -1, -1]
+
+    A malformed tool call is never what earned a reward (the harness asked again, and the turn
+    after it did the work), so it never shares a success; it does share a failure.
+    """
+    out_T = (loss_mask_T != 0).to(dtype) * advantage
+    if no_credit_T is not None and advantage > 0:
+        out_T = out_T.masked_fill(no_credit_T != 0, 0.0)
+    return out_T

@@ -60,17 +60,42 @@ def records_to_batch(
         return RecordBatch(None, [], excluded, mean_reward)
     masks = [torch.tensor(r.loss_mask) for r, _ in kept]
     weights = loss_weights(masks, [r.group_id for r, _ in kept], reduction)
+    share = advantages.malformed_turns == "share"
     batch = TrainBatch(
         token_ids=[list(r.token_ids) for r, _ in kept],
         loss_mask=[list(r.loss_mask) for r, _ in kept],
         sampler_logprobs=[list(r.sampler_logprobs) for r, _ in kept],
         advantages=[
-            broadcast_advantage(a, mask).tolist() for (_, a), mask in zip(kept, masks, strict=True)
+            broadcast_advantage(
+                a, mask, no_credit_T=None if share else torch.tensor(malformed_tokens(r))
+            ).tolist()
+            for (r, a), mask in zip(kept, masks, strict=True)
         ],
         loss_weights=[w.tolist() for w in weights],
         weight_versions=[list(r.weight_versions) for r, _ in kept],
     )
     return RecordBatch(batch, [r for r, _ in kept], excluded, mean_reward)
+
+
+def malformed_tokens(record: TrajectoryRecord) -> list[int]:
+    """1 on the sampled tokens of turns whose tool call could not be parsed, else 0.
+
+    The sampled tokens (loss_mask 1) are the turns' completions, in order; a record whose
+    masked tokens do not add up to its turns (edited by hand, or from before turns were kept)
+    gets no marks rather than wrong ones.
+    """
+    marks = [0] * len(record.token_ids)
+    sampled = [i for i, m in enumerate(record.loss_mask) if m]
+    if len(sampled) != sum(len(t.completion_ids) for t in record.turns):
+        return marks
+    start = 0
+    for turn in record.turns:
+        end = start + len(turn.completion_ids)
+        if turn.parse_error is not None:
+            for i in sampled[start:end]:
+                marks[i] = 1
+        start = end
+    return marks
 
 
 def completions_to_batch(
