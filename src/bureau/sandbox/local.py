@@ -13,11 +13,15 @@ afresh, which builds a new mount, pid, net, ipc and uts namespace for that one c
 - the trial's folders at the task's workdir, /logs/agent, /logs/verifier, /tests, /solution and
   /tmp, each bound or not, writable or not, by the command's phase (the table in `base`).
 
-Inside, `prlimit` lowers the rlimits and `setpriv` drops to the sandbox's uid with no
+Inside, a shell sets the SysV IPC limits of the command's own ipc namespace (shared memory at
+most `storage_mb`, 64 segments, 16 message queues; `limits.ipc_limits`), `prlimit` lowers the
+rlimits and `setpriv` drops to the sandbox's uid with no
 capabilities, an empty bounding set and `no_new_privs` before the command runs. Uid 0 without
 capabilities is not enough: root may still write /proc/sys and /proc/sysrq-trigger by file
 permission alone. A seccomp filter (`seccomp`) keeps the command from making user namespaces,
-in which it could mount a tmpfs that no storage limit sees. When bwrap's outer process dies
+in which it could mount a tmpfs that no storage limit sees, and memfds, memory that no limit
+counts; POSIX shared memory (/dev/shm) is the sandbox's /tmp folder, inside the storage limit.
+When bwrap's outer process dies
 (timeout, `stop`, or this Python process dying, via `--die-with-parent`), the kernel kills the
 command's whole pid namespace, daemons and `setsid` escapees included. A spawned process dies
 with the thread that spawned it (bwrap's parent-death signal follows the thread), so spawn
