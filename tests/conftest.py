@@ -29,8 +29,9 @@ def tokenizer_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory, tokenizer_cache: Path) -> Path:
     """A local Hugging Face checkpoint folder (qwen3 vocabulary, untied embeddings, fp32)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
     from bureau.models.checkpoint import init_checkpoint
 
     def build(out: Path) -> None:

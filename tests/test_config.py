@@ -120,8 +120,9 @@ def test_component_configs_refuse_unknown_keys(tmp_path: Path) -> None:
 
 
 def test_cli_choices_are_read_from_the_config() -> None:
-    pytest.importorskip("torch")
     import typing
+
+    import torch  # noqa: F401
 
     from bureau.algo.advantages import Estimator
     from bureau.algo.losses import PolicyLossConfig

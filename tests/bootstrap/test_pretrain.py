@@ -6,11 +6,10 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 
 from bureau.bootstrap.config import PretrainConfig
 from bureau.bootstrap.pretrain import CopyTask
-
-pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +74,6 @@ def test_pretraining_lowers_the_loss_and_writes_a_checkpoint(
 
 
 def test_sampled_softmax_is_the_softmax_over_the_candidates() -> None:
-    import torch
 
     from bureau.bootstrap.pretrain import sampled_softmax_nll
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import mcp  # noqa: F401
 import pytest
-
-pytest.importorskip("transformers")
-pytest.importorskip("mcp")
+import transformers  # noqa: F401
 
 from bureau.bootstrap.config import MistakeRates, RecordConfig, teacher_harness
 from bureau.bootstrap.record import PARQUET, TEACHER_LOG, record

@@ -7,10 +7,7 @@ import json
 import random
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("transformers")
-
+import transformers  # noqa: F401
 from bootstrap_fakes import RegisterTools, register_task
 
 from bureau.bootstrap.config import Mistake

@@ -147,7 +147,8 @@ class NoSandboxes(Runtime):
 
 
 def test_real_trials_attributed_and_summarized(small_dataset: Path, tmp_path: Path) -> None:
-    pytest.importorskip("mcp")
+    import mcp  # noqa: F401
+
     from bureau.sandbox import get_runtime
 
     task = load_task_dir(sorted(p for p in small_dataset.iterdir() if p.is_dir())[0])

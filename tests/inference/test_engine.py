@@ -7,18 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import safetensors  # noqa: F401
+import torch
+import transformers  # noqa: F401
+from safetensors.torch import save_file
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("safetensors")
-
-from safetensors.torch import save_file  # noqa: E402
-
-from bureau.errors import BureauSystemError, SystemErrorKind  # noqa: E402
-from bureau.inference.client import SamplingParams  # noqa: E402
-from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
-from bureau.inference.sampling import nucleus  # noqa: E402
-from bureau.models.checkpoint import load_checkpoint  # noqa: E402
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.inference.client import SamplingParams
+from bureau.inference.engine import EngineConfig, InferenceEngine
+from bureau.inference.sampling import nucleus
+from bureau.models.checkpoint import load_checkpoint
 
 # Small pages so that a 40-token prompt fills prefix-cache blocks.
 CONFIG = EngineConfig(seed=0, max_model_len=512, cache_tokens=8192, page_size=16)

@@ -11,20 +11,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+import torch
+import transformers  # noqa: F401
+import uvicorn  # noqa: F401
+from safetensors.torch import save_file
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("uvicorn")
-
-import httpx  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
-
-from bureau.errors import BureauSystemError, SystemErrorKind  # noqa: E402
-from bureau.inference.client import EngineClient, SamplingParams  # noqa: E402
-from bureau.inference.control import EngineControl, WeightSync  # noqa: E402
-from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
-from bureau.inference.server import ServerThread  # noqa: E402
+from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.inference.client import EngineClient, SamplingParams
+from bureau.inference.control import EngineControl, WeightSync
+from bureau.inference.engine import EngineConfig, InferenceEngine
+from bureau.inference.server import ServerThread
 
 NAME = "tiny"
 PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]

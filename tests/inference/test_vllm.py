@@ -321,7 +321,8 @@ def vllm_server(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
 @pytest.fixture(scope="module")
 def teacher(request: pytest.FixtureRequest) -> Any:
     """The same checkpoint in transformers, fp32 (what vLLM's logprobs must match)."""
-    pytest.importorskip("torch")
+    import torch  # noqa: F401
+
     from bureau.models.checkpoint import load_checkpoint
 
     model, _ = load_checkpoint(request.getfixturevalue("tiny_model"), dtype="float32")

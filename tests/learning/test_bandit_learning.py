@@ -15,17 +15,13 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-import pytest
-
-torch = pytest.importorskip("torch")
-
-from bureau.algo.advantages import AdvantageConfig, compute_advantages  # noqa: E402
-from bureau.algo.losses import PPOLossConfig, make_loss_fn  # noqa: E402
-from bureau.inference.client import SamplingParams  # noqa: E402
-from bureau.inference.engine import EngineConfig, InferenceEngine  # noqa: E402
-from bureau.trainer.config import OptimizerConfig, TrainerConfig  # noqa: E402
-from bureau.trainer.data import completions_to_batch  # noqa: E402
-from bureau.trainer.trainer import Trainer  # noqa: E402
+from bureau.algo.advantages import AdvantageConfig, compute_advantages
+from bureau.algo.losses import PPOLossConfig, make_loss_fn
+from bureau.inference.client import SamplingParams
+from bureau.inference.engine import EngineConfig, InferenceEngine
+from bureau.trainer.config import OptimizerConfig, TrainerConfig
+from bureau.trainer.data import completions_to_batch
+from bureau.trainer.trainer import Trainer
 
 # <|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n
 PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]

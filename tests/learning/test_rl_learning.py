@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 
 import pytest
+import ray  # noqa: F401
+import torch  # noqa: F401
 
-pytest.importorskip("ray")
-pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 
 TEMPLATE = "law.starter_register_value"

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ray  # noqa: F401
 import tomli_w
 
 from bureau.loop.checkpoints import latest, read_loop_state
 from bureau.loop.synthetic import run_config, write_answer_tasks
 from fixture_support import shared
 
-pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
 
 BIN = Path(sys.executable).parent

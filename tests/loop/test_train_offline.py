@@ -7,12 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("pyarrow")
-
+import pyarrow  # noqa: F401
+import torch  # noqa: F401
+import transformers  # noqa: F401
 from typer.testing import CliRunner
 
 from bureau.cli.main import app

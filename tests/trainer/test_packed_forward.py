@@ -6,14 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+import transformers  # noqa: F401
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from bureau.models.logprobs import token_logprobs  # noqa: E402
-from bureau.records import TrainBatch  # noqa: E402
-from bureau.trainer.forward import build_micro_batch, micro_batch_logprobs  # noqa: E402
-from bureau.trainer.packing import MicroBatchPlan  # noqa: E402
+from bureau.models.logprobs import token_logprobs
+from bureau.records import TrainBatch
+from bureau.trainer.forward import build_micro_batch, micro_batch_logprobs
+from bureau.trainer.packing import MicroBatchPlan
 
 SEQS = [
     [151644, 872, 198, 14990, 151645, 198, 1000, 2000, 3000],

@@ -45,7 +45,8 @@ def test_pad_rows_is_one_padded_row_per_sequence() -> None:
 
 
 def test_block_causal_mask_is_block_diagonal_and_causal() -> None:
-    torch = pytest.importorskip("torch")
+    import torch
+
     from bureau.trainer.forward import block_causal_mask
 
     mask = block_causal_mask(torch.tensor([[0, 1, 2, 0, 1]]))

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("torch")
+import torch  # noqa: F401
 
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig

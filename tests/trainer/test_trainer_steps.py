@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+import transformers  # noqa: F401
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from bureau.algo.inputs import PolicyLossInputs  # noqa: E402
-from bureau.models.logprobs import token_logprobs  # noqa: E402
-from bureau.records import TrainBatch  # noqa: E402
-from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfig  # noqa: E402
-from bureau.trainer.synthetic import reinforce_loss, synthetic_batch  # noqa: E402
+from bureau.algo.inputs import PolicyLossInputs
+from bureau.models.logprobs import token_logprobs
+from bureau.records import TrainBatch
+from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfig
+from bureau.trainer.synthetic import reinforce_loss, synthetic_batch
 
 LENGTHS = [30, 5, 17, 60, 9, 40, 3, 22]
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from bureau.checks.offline import AnswerMode, CheckSummary, check_tasks, summarize
 from bureau.cli.common import console, progress_bar, task_dirs
 from bureau.tasks.dataset import validate_dataset
-from bureau.tasks.errors import TaskFormatErrors
+from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
 from bureau.worlds.builder import BuildConfig, WorldResult, build_split
 
 
@@ -92,6 +92,10 @@ def _by_layout(rates: dict[str, float | None]) -> str:
 
 
 def run_validate(root: Path, require_solution: bool) -> int:
+    if not root.is_dir():
+        raise TaskFormatErrors(
+            [TaskFormatError(root, "a dataset or task directory", got="no such directory")]
+        )
     if (root / "task.toml").exists():
         from bureau.tasks.taskdir import validate_task_dir
 

@@ -6,6 +6,7 @@ and later extras (torch, Ray, vLLM) are only loaded by the commands that need th
 
 from __future__ import annotations
 
+import os
 import time
 from enum import StrEnum
 from pathlib import Path
@@ -255,7 +256,21 @@ def demo(
 
 
 def main() -> None:
-    app()
+    """Run the CLI; bad input (a missing or malformed path, task, config or value) is one
+    `error: ...` line and exit status 2, not a traceback (`BUREAU_DEBUG=1` shows it)."""
+    from pydantic import ValidationError
+
+    from bureau.config import ConfigError
+    from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
+
+    bad_input = (TaskFormatErrors, TaskFormatError, ConfigError, ValidationError)
+    try:
+        app()
+    except (*bad_input, FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
+        if os.environ.get("BUREAU_DEBUG"):
+            raise
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":
