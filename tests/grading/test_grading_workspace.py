@@ -124,3 +124,42 @@ def test_missing_workspace_raises(tmp_path: Path) -> None:
     rubric = make_rubric({"id": "c1", **NUMERIC})
     with pytest.raises(FileNotFoundError):
         grade(rubric, tmp_path / "absent")
+
+
+def test_an_answer_too_large_to_be_an_answer_fails(grade_one: GradeOne, workspace: Path) -> None:
+    padding = "x" * (2 * 1024 * 1024)
+    (workspace / "output" / "answer.json").write_text(json.dumps({"x": 1, "pad": padding}))
+    result = grade_one(NUMERIC)
+    assert not result.passed
+    assert result.reason.startswith("output/answer.json is too large to grade")
+
+
+def test_an_answer_that_exhausts_memory_fails_its_criteria(
+    grade_one: GradeOne, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bureau.grading.workspace as ws
+
+    def exhausted(_text: str) -> object:
+        raise MemoryError
+
+    monkeypatch.setattr(ws.json, "loads", exhausted)
+    result = grade_one(NUMERIC, {"x": 1})
+    assert (result.passed, result.reason) == (
+        False,
+        "output/answer.json does not fit in the grader's memory",
+    )
+
+
+def test_an_office_file_that_would_unzip_to_gigabytes_is_not_parsed(
+    grade_one: GradeOne, workspace: Path
+) -> None:
+    import zipfile
+
+    path = workspace / "output" / "report.docx"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", b"\0" * (80 * 1024 * 1024))
+    assert path.stat().st_size < 1024 * 1024  # small on disk, huge to parse
+    result = grade_one({"type": "file_exists", "path": "output/report.docx"}, NO_ANSWER)
+    assert not result.passed
+    assert "too large to grade" in result.reason and "uncompressed" in result.reason

@@ -22,8 +22,15 @@ if TYPE_CHECKING:
     from openpyxl.workbook.workbook import Workbook
     from pptx.presentation import Presentation
 
-# Beyond this a deliverable is not a plausible answer and could stall the verifier.
+# Beyond these a file is not a plausible answer and could stall or exhaust the verifier, whose
+# time and memory an agent must not be able to spend (a timed-out or crashed verifier is a
+# system error, masked from training; an oversized answer is the agent's failure).
 MAX_FILE_BYTES = 100 * 1024 * 1024
+MAX_ANSWER_BYTES = 1024 * 1024
+"""The answer file: a JSON object of a few keys."""
+MAX_UNZIPPED_BYTES = 64 * 1024 * 1024
+"""An office file's parts, uncompressed (what its library parses)."""
+MAX_ZIP_ENTRIES = 10_000
 T = TypeVar("T")
 _OFFICE_KINDS = {".xlsx": "workbook", ".xlsm": "workbook", ".docx": "document", ".pptx": "deck"}
 
@@ -51,7 +58,7 @@ class Workspace:
             raise DeliverableError(f"{relative} resolves outside the workspace")
         return candidate
 
-    def regular_file(self, relative: str) -> Path:
+    def regular_file(self, relative: str, max_bytes: int = MAX_FILE_BYTES) -> Path:
         """The path of a non-empty regular file inside the workspace, or `DeliverableError`."""
         path = self.resolve(relative)
         try:
@@ -64,13 +71,15 @@ class Workspace:
             raise DeliverableError(clip(f"cannot read {relative}: {exc}")) from exc
         if size == 0:
             raise DeliverableError(f"{relative} is empty")
-        if size > MAX_FILE_BYTES:
-            raise DeliverableError(f"{relative} is too large to grade ({size} bytes)")
+        if size > max_bytes:
+            raise DeliverableError(
+                f"{relative} is too large to grade ({size} bytes, the limit is {max_bytes})"
+            )
         return path
 
-    def read_json(self, relative: str) -> object:
+    def read_json(self, relative: str, max_bytes: int = MAX_ANSWER_BYTES) -> object:
         """Parse a JSON file; reasons name the file and, for bad JSON, the line."""
-        path = self.regular_file(relative)
+        path = self.regular_file(relative, max_bytes)
         try:
             return json.loads(path.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -81,6 +90,8 @@ class Workspace:
             raise DeliverableError(f"{relative} is not valid JSON at line {exc.lineno}") from exc
         except (RecursionError, ValueError) as exc:
             raise DeliverableError(f"{relative} is not valid JSON: {type(exc).__name__}") from exc
+        except MemoryError as exc:
+            raise DeliverableError(f"{relative} does not fit in the grader's memory") from exc
 
     def workbook(self, relative: str, *, data_only: bool = False) -> Workbook:
         """The workbook at `relative`; `data_only` gives cached formula values instead."""
@@ -105,14 +116,36 @@ class Workspace:
         key = (relative, kind)
         if key not in self._opened:
             path = self.regular_file(relative)
+            _check_zip(relative, path)
             try:
                 self._opened[key] = opener(path)
-            except Exception as exc:
+            except Exception as exc:  # MemoryError and RecursionError included
                 # Any failure of the library on the agent's file is a property of that file.
                 raise DeliverableError(
                     clip(f"could not open {relative}: {type(exc).__name__}: {exc}")
                 ) from exc
         return cast(T, self._opened[key])
+
+
+def _check_zip(relative: str, path: Path) -> None:
+    """Refuse an office file whose parts would take the grader too long or too much memory to
+    parse (a zip bomb, or millions of parts), before its library reads it. A file that is not
+    a zip is left to the library, which reports it."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return
+    if len(infos) > MAX_ZIP_ENTRIES:
+        raise DeliverableError(f"{relative} has {len(infos)} parts, too many to grade")
+    unzipped = sum(info.file_size for info in infos)
+    if unzipped > MAX_UNZIPPED_BYTES:
+        raise DeliverableError(
+            f"{relative} is too large to grade ({unzipped} bytes uncompressed, "
+            f"the limit is {MAX_UNZIPPED_BYTES})"
+        )
 
 
 def check_file_exists(workspace: Workspace, relative: str) -> Outcome:
