@@ -105,6 +105,8 @@ __all__ = ["LocalRuntime", "LocalSandbox", "sandbox_python"]
 # sandbox's uid (sandbox uids lie in 1.1M-1.9M, so code uids in 2.1M-2.9M never collide).
 TOOL_SERVER_CAPS = ("chown", "dac_override", "fowner", "kill", "setgid", "setuid")
 _HOLDER_TIMEOUT_S = 30.0
+VERIFIER_FOLDERS = ("vtmp", "logs/verifier", "tests")
+VERIFIER_STORAGE_MB = 256
 
 
 class LocalRuntime(Runtime):
@@ -231,6 +233,14 @@ class LocalSandbox(Sandbox):
         (self.path / cleanup.OWNER_FILE).write_text(stamp)
         cleanup.register(self)
         self.folder.create()
+        if self._mounted:
+            # The verifier's folders get storage of their own: an agent that fills its disk or
+            # its inodes must not keep the tests from arriving or the reward from being
+            # written (a system error, masked from training, instead of the agent's 0).
+            for sub in VERIFIER_FOLDERS:
+                target = self.folder.host_dir(sub)
+                if mount_tmpfs(target, size_mb=VERIFIER_STORAGE_MB, mode=0o755) and self._lease:
+                    os.chown(target, self.uid, self.uid)
         (self.path / "etc").mkdir()
         (self.path / "etc" / "passwd").write_text(
             f"root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:{self.uid}:{self.uid}::/tmp:/bin/bash\n"
