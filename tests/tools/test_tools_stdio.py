@@ -55,7 +55,12 @@ class Client:
         return self.portal.call(self.session.list_tools).tools
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-        result = self.portal.call(self.session.call_tool, name, arguments)
+        async def bounded() -> Any:
+            # A server that dies mid-call never answers: fail the test instead of hanging it.
+            with anyio.fail_after(120):
+                return await self.session.call_tool(name, arguments)
+
+        result = self.portal.call(bounded)
         text = "".join(getattr(block, "text", "") for block in result.content)
         return bool(result.is_error), text
 
@@ -269,3 +274,52 @@ def test_one_group_runs_standalone(root: Path) -> None:
         assert names == ["pdf_create", "pdf_extract_tables", "pdf_read_pages", "pdf_search"]
         failed, text = pdf_only.call("pdf_search", {"path": "reports/contract.pdf", "query": "90"})
         assert not failed and text.startswith("1 match in reports/contract.pdf")
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Iterator[Path]:
+    """A workspace of files that have broken tools: a name that is not UTF-8, a FIFO (opening
+    it blocks), a socket, a device, a sparse file of 20 GiB, a NUL-free binary."""
+    import socket
+
+    workspace = tmp_path / "hostile"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("the needle is here\n")
+    os.close(os.open(os.fsencode(workspace) + b"/caf\xe9-\xff.txt", os.O_CREAT | os.O_WRONLY))
+    with open(os.fsencode(workspace) + b"/caf\xe9-\xff.txt", "w") as f:
+        f.write("needle in a file named in Latin-1\n")
+    os.mkfifo(workspace / "pipe.txt")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(workspace / "sock.txt"))
+    if os.geteuid() == 0:
+        os.mknod(workspace / "null.txt", 0o600 | 0o020000, os.makedev(1, 3))
+    with open(workspace / "sparse.txt", "wb") as f:
+        f.truncate(20 * 2**30)
+    yield workspace
+    server.close()
+
+
+def test_every_tool_answers_for_any_file_and_the_server_keeps_serving(hostile: Path) -> None:
+    args = ["-m", "bureau.tools", "--groups", "filesystem", "--workspace", str(hostile)]
+    with serving([*args, "--call-timeout-s", "20"]) as client:
+        for name in ("fs_list", "fs_tree", "fs_find"):
+            error, text = client.call(name, {"path": "."} if name != "fs_find" else {"pattern": "*"})
+            assert not error, text
+            assert "caf\\xe9-\\xff.txt" in text, text  # the bytes shown, not a crash
+        error, text = client.call("fs_search_content", {"query": "needle"})
+        assert not error and "notes.txt" in text and "caf\\xe9-\\xff.txt" in text, text
+        for name, kind in [
+            ("pipe.txt", "named pipe"),
+            ("sock.txt", "socket"),
+            ("null.txt", "device"),
+        ]:
+            if not (hostile / name).exists():
+                continue
+            error, text = client.call("fs_read_text", {"path": name})
+            assert error and kind in text, text
+            error, text = client.call("fs_info", {"path": name})
+            assert text, name  # an answer, error or not
+        error, text = client.call("fs_read_text", {"path": "sparse.txt"})
+        assert error and text.startswith("file_too_large"), text
+        error, text = client.call("fs_list", {"path": "."})
+        assert not error and "notes.txt" in text  # still serving

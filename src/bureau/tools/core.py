@@ -28,6 +28,7 @@ import contextvars
 import functools
 import inspect
 import os
+import stat
 import tempfile
 import time
 import zipfile
@@ -95,16 +96,28 @@ class FailureKind(StrEnum):
     wrong_file_type = "wrong_file_type"
     already_exists = "already_exists"
     unreadable_file = "unreadable_file"
+    file_too_large = "file_too_large"
     permission_denied = "permission_denied"
     timeout = "timeout"
     code_runner_failed = "code_runner_failed"
     internal_error = "internal_error"
 
 
+def printable(text: str) -> str:
+    """`text` as valid UTF-8 for the model: bytes of a file name that is not UTF-8 (which
+    Python keeps as lone surrogates, and which no JSON encoder accepts) shown as `\\xNN`."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The most a tool reads of one file at once (a larger or sparse file is refused or skipped)."""
+
+
 class ToolFailure(ToolError):
     """A failure the model should read: `kind: message`. Becomes an `isError` result."""
 
     def __init__(self, kind: FailureKind, message: str) -> None:
+        message = printable(message)
         super().__init__(f"{kind.value}: {message}")
         self.kind = kind
         self.message = message
@@ -214,10 +227,14 @@ class Workspace:
         return real
 
     def file(self, path: str, suffixes: tuple[str, ...] = ()) -> Path:
-        """An existing file, of one of `suffixes` when given."""
+        """An existing regular file, of one of `suffixes` when given."""
         real = self.resolve(path)
         if real.is_dir():
             raise ToolFailure(FailureKind.wrong_file_type, f"{path} is a folder, not a file")
+        kind = special_kind(real)
+        if kind is not None:
+            # Opening a FIFO blocks until a writer comes, a device may never end.
+            raise ToolFailure(FailureKind.wrong_file_type, f"{path} is a {kind}, not a file")
         if suffixes and real.suffix.lower() not in suffixes:
             raise ToolFailure(
                 FailureKind.wrong_file_type,
@@ -284,6 +301,24 @@ SUGGESTED_TOOLS = {
     ".docx": "docx_read",
     ".eml": "mail_read",
 }
+
+
+def special_kind(path: Path) -> str | None:
+    """What `path` is when it is neither a regular file nor a folder (a FIFO, a device, a
+    socket); None otherwise."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
 
 
 def suggest_tool(path: Path) -> str:
@@ -402,7 +437,7 @@ def _register_one(server: MCPServer[Any], ws: Workspace, spec: ToolSpec) -> None
             ) from None
         finally:
             _BUDGET.reset(token)
-        return truncate(text, ws.settings.max_output_chars)
+        return truncate(printable(text), ws.settings.max_output_chars)
 
     # The SDK builds the input schema from the signature: the tool's, without the workspace.
     call.__name__ = fn.__name__

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from bureau.tools import readers
 from bureau.tools.core import (
+    MAX_READ_BYTES,
     FailureKind,
     PathArg,
     ToolFailure,
@@ -260,6 +261,13 @@ def fs_read_text(
     if not readers.is_text_file(file):
         raise ToolFailure(
             FailureKind.wrong_file_type, f"{path} is not a text file{suggest_tool(file)}"
+        )
+    size = file.stat().st_size
+    if size > MAX_READ_BYTES:
+        raise ToolFailure(
+            FailureKind.file_too_large,
+            f"{path} has {size} bytes, more than a tool reads at once ({MAX_READ_BYTES}); "
+            "read parts of it with code",
         )
     lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
     if not lines:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import stat
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from email.parser import BytesParser
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
+
+from bureau.tools.core import MAX_READ_BYTES
 
 # The document libraries are imported by the readers that use them: the filesystem group uses
 # this module too, and a server holding only that group (and code) starts without them. That is
@@ -317,7 +320,7 @@ def is_text_file(path: Path) -> bool:
     """A known text suffix, or no NUL byte in the first 4 KiB."""
     if path.suffix.lower() in TEXT_SUFFIXES:
         return True
-    if path.suffix.lower() in DOCUMENT_SUFFIXES:
+    if path.suffix.lower() in DOCUMENT_SUFFIXES or not path.is_file():
         return False
     with path.open("rb") as fh:
         return b"\x00" not in fh.read(4096)
@@ -326,7 +329,11 @@ def is_text_file(path: Path) -> bool:
 def document_lines(
     path: Path, *, documents: bool = True, check: Callable[[], None] = lambda: None
 ) -> list[Line] | None:
-    """The lines of `path` to search, or None for a binary file we cannot read."""
+    """The lines of `path` to search, or None for a binary file we cannot read, a file that is
+    not a regular one (a FIFO would block, a device never end) or one too large to read."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ_BYTES:
+        return None
     suffix = path.suffix.lower()
     reader = _FLATTENERS.get(suffix)
     if reader is None:
@@ -335,7 +342,6 @@ def document_lines(
         reader = None
     if reader is None:
         return None
-    st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     if key in _CACHE:
         _CACHE.move_to_end(key)
