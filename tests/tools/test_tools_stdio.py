@@ -302,8 +302,9 @@ def hostile(tmp_path: Path) -> Iterator[Path]:
 def test_every_tool_answers_for_any_file_and_the_server_keeps_serving(hostile: Path) -> None:
     args = ["-m", "bureau.tools", "--groups", "filesystem", "--workspace", str(hostile)]
     with serving([*args, "--call-timeout-s", "20"]) as client:
-        for name in ("fs_list", "fs_tree", "fs_find"):
-            error, text = client.call(name, {"path": "."} if name != "fs_find" else {"pattern": "*"})
+        listings = {"fs_list": {"path": "."}, "fs_tree": {"path": "."}, "fs_find": {"pattern": "*"}}
+        for name, arguments in listings.items():
+            error, text = client.call(name, arguments)
             assert not error, text
             assert "caf\\xe9-\\xff.txt" in text, text  # the bytes shown, not a crash
         error, text = client.call("fs_search_content", {"query": "needle"})
