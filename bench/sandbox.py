@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -182,6 +183,25 @@ def server_groups(workspace: Path, samples: int) -> dict[str, Any]:
     return out
 
 
+def sandbox_processes(root: int) -> list[int]:
+    """Every live process below `root`, and every process in the pid namespace of one of them
+    (a forked tool server's parent is the zygote's intermediate, which exits: the kernel then
+    re-parents the server outside the tree, while it stays in the sandbox's pid namespace)."""
+    below = descendants(root)
+    namespaces = set()
+    for pid in below:
+        with contextlib.suppress(OSError):
+            namespaces.add(os.readlink(f"/proc/{pid}/ns/pid"))
+    namespaces.discard(os.readlink("/proc/self/ns/pid"))
+    found = set(below)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{entry.name}/ns/pid") in namespaces:
+                    found.add(int(entry.name))
+    return sorted(found)
+
+
 def descendants(root: int) -> list[int]:
     """Every live process below `root`."""
     children: dict[int, list[int]] = {}
@@ -238,13 +258,15 @@ async def warm_memory(task: TaskDir, root: Path, counts: list[int]) -> dict[str,
     for count in counts:
         for variant, zygote in (("forked", True), ("exec", False)):
             runtime = LocalRuntime(root / f"mem-{variant}-{count}", zygote=zygote)
-            pool = WarmPool(runtime, root / f"pool-mem-{variant}-{count}", size=count)
+            pool = WarmPool(
+                runtime, root / f"pool-mem-{variant}-{count}", size=count, start_timeout_s=900
+            )
             cpu, started = own_cpu_s(), time.perf_counter()
             await pool.warm(task)
             wall = time.perf_counter() - started
             await asyncio.sleep(2)  # let start-up garbage settle
             ready = sum(q.qsize() for q in pool._ready.values())
-            pids = descendants(os.getpid())
+            pids = sandbox_processes(os.getpid())
             pss = pss_mib(pids)
             cpu = own_cpu_s() - cpu + tree_cpu_s(pids)
             await pool.close()
