@@ -31,7 +31,7 @@ The tool server is the exception to "bwrap afresh" when running as root: `spawn`
 `tool_server=True` of `python3 -P -m MODULE` starts a holder in a fresh bwrap command as above,
 and the runtime's zygote (`bureau.sandbox.zygote`) forks the server into the holder's
 namespaces with the same uid, capabilities, rlimits, cgroups and seccomp filter. The server then
-shares the zygote's imported modules (about 25-36 MiB of PSS per warm sandbox instead of 82-85) and
+shares the zygote's imported modules (25-36 MiB of PSS per warm sandbox instead of 82-85) and
 starts without paying the imports again.
 """
 

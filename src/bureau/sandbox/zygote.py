@@ -25,7 +25,9 @@ started the usual way (`LocalSandbox.wrap` with `tool_server=True`):
    module as `python -P -m module argv` would.
 4. The holder reads the pipe whose only writer is the child: when the child dies, the holder
    exits, and with it bwrap, so the process the host sees (`proc.poll()`) ends when the server
-   ends. Killing the holder's bwrap tears down the pid namespace and the child with it.
+   ends. Killing the holder's bwrap tears down the pid namespace and the child with it. (When
+   the intermediate exits, the kernel re-parents the child to the reaper of the intermediate's
+   pid namespace, the machine's init, which reaps it; it stays in the sandbox's namespace.)
 
 What the child inherits from the zygote is only memory that holds no secret: the zygote starts
 with the sandbox's environment (never the host's), imports modules, and receives requests that
