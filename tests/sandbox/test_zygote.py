@@ -167,41 +167,41 @@ def test_a_server_forked_from_a_host_with_secrets_carries_none(
         runtime.close()
 
 
+@pytest.fixture
+def forked(
+    runtimes: tuple[LocalRuntime, LocalRuntime], make_task: MakeTask
+) -> Iterator[tuple[LocalRuntime, LocalSandbox]]:
+    """A sandbox of the runtime that forks its tool servers."""
+    sandbox = runtimes[0].start(make_task(), timeout_s=30)
+    yield runtimes[0], sandbox
+    sandbox.stop()
+
+
 def test_the_sandbox_ends_when_its_server_ends_and_the_server_dies_with_it(
-    runtimes: tuple[LocalRuntime, LocalRuntime], make_task: MakeTask
+    forked: tuple[LocalRuntime, LocalSandbox],
 ) -> None:
-    runtime = runtimes[0]
-    sandbox = runtime.start(make_task(), timeout_s=30)
-    try:
-        proc = sandbox.spawn(SERVER, tool_server=True)
-        assert proc.stdin is not None
-        proc.stdin.close()  # MCP over stdio: end of input ends the server
-        assert proc.wait(timeout=30) is not None
-        proc = sandbox.spawn(SERVER, tool_server=True)
-        pid = _server_pid(proc, sandbox.uid)
-        proc.kill()  # the host kills the sandbox's bwrap
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(pid)
-    finally:
-        sandbox.stop()
+    _, sandbox = forked
+    proc = sandbox.spawn(SERVER, tool_server=True)
+    assert proc.stdin is not None
+    proc.stdin.close()  # MCP over stdio: end of input ends the server
+    assert proc.wait(timeout=30) is not None
+    proc = sandbox.spawn(SERVER, tool_server=True)
+    pid = _server_pid(proc, sandbox.uid)
+    proc.kill()  # the host kills the sandbox's bwrap
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
 
 
-def test_a_dead_zygote_is_started_again(
-    runtimes: tuple[LocalRuntime, LocalRuntime], make_task: MakeTask
-) -> None:
-    runtime = runtimes[0]
-    sandbox = runtime.start(make_task(), timeout_s=30)
-    try:
-        first = sandbox.spawn(SERVER, tool_server=True)
-        zygote = runtime.zygote_for("bureau.tools")._proc
-        assert zygote is not None
-        os.kill(zygote.pid, signal.SIGKILL)
-        zygote.wait()
-        second = sandbox.spawn(SERVER, tool_server=True)
-        assert _server_pid(second, sandbox.uid)
-        assert first.poll() is None  # a server outlives the zygote that forked it
-    finally:
-        sandbox.stop()
+def test_a_dead_zygote_is_started_again(forked: tuple[LocalRuntime, LocalSandbox]) -> None:
+    runtime, sandbox = forked
+    first = sandbox.spawn(SERVER, tool_server=True)
+    zygote = runtime.zygote_for("bureau.tools")._proc
+    assert zygote is not None
+    os.kill(zygote.pid, signal.SIGKILL)
+    zygote.wait()
+    second = sandbox.spawn(SERVER, tool_server=True)
+    assert _server_pid(second, sandbox.uid)
+    assert first.poll() is None  # a server outlives the zygote that forked it

@@ -321,6 +321,6 @@ def test_every_tool_answers_for_any_file_and_the_server_keeps_serving(hostile: P
             error, text = client.call("fs_info", {"path": name})
             assert text, name  # an answer, error or not
         error, text = client.call("fs_read_text", {"path": "sparse.txt"})
-        assert error and text.startswith("file_too_large"), text
+        assert error and "file_too_large" in text, text
         error, text = client.call("fs_list", {"path": "."})
         assert not error and "notes.txt" in text  # still serving

@@ -104,16 +104,27 @@ class RayWeights:
             return refs[0]
         return str(await self.trainer.export(self.folder / f"step-{version}"))
 
-    async def _push(self, engines: list[Any], version: int) -> tuple[float, float]:
+    async def _push(self, engines: list[Any], version: int) -> tuple[float, float, int]:
+        """Send `version` to `engines`: (seconds, export seconds, engines missed). An engine
+        that died or is restarting is missed, not an error: Ray restarts it on the initial
+        weights, and `repair` brings it to the current version."""
         started = time.perf_counter()
         source = await self._source(version)
         exported = time.perf_counter() - started
-        await asyncio.gather(*(e.update_weights.remote(source, version) for e in engines))
-        return time.perf_counter() - started, exported
+        results = await asyncio.gather(
+            *(e.update_weights.remote(source, version) for e in engines), return_exceptions=True
+        )
+        missed = 0
+        for result in results:
+            if isinstance(result, RayActorError):  # ActorUnavailableError too: restarting
+                missed += 1
+            elif isinstance(result, BaseException):
+                raise result
+        return time.perf_counter() - started, exported, missed
 
     async def publish(self, version: int) -> dict[str, float]:
-        total, exported = await self._push(self.engines, version)
-        return {"weights/sync_s": total, "weights/export_s": exported}
+        total, exported, missed = await self._push(self.engines, version)
+        return {"weights/sync_s": total, "weights/export_s": exported, "weights/missed": missed}
 
     async def repair(self, version: int) -> int:
         versions = await asyncio.gather(
@@ -124,9 +135,10 @@ class RayWeights:
             for e, v in zip(self.engines, versions, strict=True)
             if isinstance(v, int) and v < version
         ]
-        if behind:
-            await self._push(behind, version)
-        return len(behind)
+        if not behind:
+            return 0
+        _, _, missed = await self._push(behind, version)
+        return len(behind) - missed
 
 
 class BroadcastWeights:

@@ -1,0 +1,74 @@
+"""The object-store weight port with stand-in actors: an engine that Ray is restarting is
+missed by a push, not a reason to stop training (repair brings it up to date later)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ray.exceptions import ActorUnavailableError
+
+from bureau.loop.actors.ports import RayWeights
+
+
+class _Method:
+    def __init__(self, fn: Any) -> None:
+        self.remote = fn
+
+
+class _Rank:
+    def __init__(self) -> None:
+        # In Ray an object ref that the engines read; here the state dict itself.
+        self.state_dict = _Method(lambda _dtype: {"w": 1})
+
+
+class _Trainer:
+    def __init__(self) -> None:
+        self.ranks = [_Rank()]
+
+
+class _Engine:
+    def __init__(self, restarting: bool = False, broken: bool = False) -> None:
+        self.version = 0
+        self.restarting, self.broken = restarting, broken
+
+        async def update_weights(_state: Any, version: int) -> float:
+            if self.restarting:
+                raise ActorUnavailableError("The actor is restarting", None)
+            if self.broken:
+                raise ValueError("bad weights")
+            self.version = version
+            return 0.0
+
+        async def weight_version() -> int:
+            return self.version
+
+        self.update_weights = _Method(update_weights)
+        self.weight_version = _Method(weight_version)
+
+
+def _port(engines: list[_Engine], tmp_path: Path) -> RayWeights:
+    return RayWeights(
+        _Trainer(),  # type: ignore[arg-type]
+        engines,
+        transport="object_store",
+        dtype="float32",
+        folder=tmp_path,
+    )
+
+
+def test_a_restarting_engine_is_missed_then_repaired(tmp_path: Path) -> None:
+    healthy, restarting = _Engine(), _Engine(restarting=True)
+    port = _port([healthy, restarting], tmp_path)
+    metrics = asyncio.run(port.publish(3))
+    assert metrics["weights/missed"] == 1 and healthy.version == 3 and restarting.version == 0
+    restarting.restarting = False  # Ray brought it back, on the initial weights
+    assert asyncio.run(port.repair(3)) == 1
+    assert restarting.version == 3
+
+
+def test_any_other_failure_of_a_push_is_raised(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="bad weights"):
+        asyncio.run(_port([_Engine(), _Engine(broken=True)], tmp_path).publish(1))
