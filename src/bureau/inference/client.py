@@ -30,6 +30,10 @@ import httpx
 from bureau.errors import BureauSystemError, SystemErrorKind
 
 Kind = SystemErrorKind
+KEEPALIVE_EXPIRY_S = 2.0
+"""An idle connection is dropped by the client before any server drops it (uvicorn's and vLLM's
+keep-alive is 5 s, httpx's default expiry too): with equal timeouts a request could go out on
+a connection the server was closing, and fail with a ReadError that is no engine's fault."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,9 @@ class EngineEndpoint:
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
             limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
+                max_connections=max_connections,
+                max_keepalive_connections=max_connections,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
             ),
         )
 

@@ -342,7 +342,13 @@ class _Uvicorn(uvicorn.Server):
         self.host, self.port = host, int(self.socket.getsockname()[1])
         self.on_ready = on_ready
         super().__init__(
-            uvicorn.Config(app, log_level=log_level, lifespan="off", timeout_graceful_shutdown=5)
+            uvicorn.Config(
+                app,
+                log_level=log_level,
+                lifespan="off",
+                timeout_graceful_shutdown=5,
+                timeout_keep_alive=60,  # well past the client's keep-alive expiry
+            )
         )
 
     @property
