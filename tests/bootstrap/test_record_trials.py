@@ -51,3 +51,30 @@ def test_the_teacher_solves_every_starter_task_through_the_real_tools(
     assert [r.token_ids for r in stored] == [r.token_ids for r in summary.records]
     log = [json.loads(line) for line in (config.out / TEACHER_LOG).read_text().splitlines()]
     assert {line["mistake"] for line in log} == {"none"}
+
+
+def test_one_seed_records_the_same_trajectories_in_the_same_order(
+    starter_dataset: Path, tiny_model: Path, tmp_path: Path
+) -> None:
+    """Concurrent trials finish in any order and programs take varying time to run; neither
+    may change what SFT trains on."""
+    runs = []
+    for name in ("a", "b"):
+        config = RecordConfig(
+            dataset=starter_dataset,
+            model=tiny_model,
+            out=tmp_path / name,
+            attempts=3,
+            seed=4,
+            templates=["law.starter_register_value"],
+            lookup_by_code=True,
+            mistakes=MistakeRates.model_validate({"missing_key": 0.5, "wrong_value": 0.3}),
+            harness=teacher_harness().model_copy(update={"tool_prefixes": ["code_run_python"]}),
+            concurrency=4,
+        )
+        record(config)
+        runs.append(read_parquet(config.out / PARQUET))
+    first, second = runs
+    assert len(first) >= 3
+    assert [r.token_ids for r in first] == [r.token_ids for r in second]
+    assert len({tuple(r.token_ids) for r in first}) > 1

@@ -223,3 +223,44 @@ def test_staleness_of_the_batch_tokens_is_reported(model: Any) -> None:
     n0, n1 = (sum(mask) for mask in batch.loss_mask)
     assert metrics["train/staleness_tokens/2"] == n0
     assert metrics["train/staleness_tokens/1"] == n1
+
+
+def test_a_kl_penalty_scores_a_frozen_reference_and_pulls_towards_it(model: Any) -> None:
+    from dataclasses import replace
+
+    from bureau.algo.losses import PPOLossConfig, make_loss_fn, needs_reference
+
+    config = PPOLossConfig(kl={"coef": 1.0})
+    assert needs_reference(config) and not needs_reference(PPOLossConfig())
+    trainer = Trainer(
+        copy.deepcopy(model),
+        make_loss_fn(config),
+        TrainerConfig(optimizer=OptimizerConfig(lr=1e-3)),
+        reference=copy.deepcopy(model),
+    )
+    batch = synthetic_batch(LENGTHS, seed=3)
+    first = trainer.forward_backward(batch)
+    assert abs(first["kl_ref"]) < 1e-6  # the policy is still the reference
+    assert first["train/reference_s"] > 0
+    trainer.optim_step()
+    drifted = trainer.forward_backward(batch)
+    assert drifted["kl_ref"] > 1e-5
+    trainer.optim_step()
+    for name, param in trainer.reference.named_parameters():  # type: ignore[union-attr]
+        assert not param.requires_grad
+        assert torch.equal(param, model.get_parameter(name))
+    # With no advantages, only the KL term moves the (drifted) policy: back to the reference.
+    pulled = Trainer(
+        copy.deepcopy(trainer.model),
+        make_loss_fn(config),
+        TrainerConfig(optimizer=OptimizerConfig(lr=1e-3)),
+        reference=copy.deepcopy(model),
+    )
+    still = replace(batch, advantages=[[0.0] * n for n in batch.lengths])
+    before = pulled.forward_backward(still)["kl_ref"]
+    pulled.optim_step()
+    assert pulled.forward_backward(still)["kl_ref"] < before
+    # Without a reference the loss refuses to guess the KL.
+    plain = Trainer(copy.deepcopy(model), make_loss_fn(config), TrainerConfig())
+    with pytest.raises(ValueError, match="needs ref_logprobs"):
+        plain.forward_backward(batch)

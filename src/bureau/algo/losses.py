@@ -135,6 +135,11 @@ PolicyLossConfig = Annotated[
 """Any of the losses, told apart by `kind`."""
 
 
+def needs_reference(config: PolicyLossConfig) -> bool:
+    """Whether the loss has a KL penalty, so the trainer must score a frozen reference policy."""
+    return isinstance(config, _PolicyLossConfig) and config.kl.coef > 0
+
+
 @dataclass
 class ClippedSurrogate:
     """The clipped surrogate's per-token loss and where each clip removed the gradient."""

@@ -107,6 +107,9 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
         results = asyncio.run(main())
     finally:
         runtime.close()
+    # Attempt numbers go to trials as they start, in any order: sort by task and attempt, so
+    # that one seed writes the same trajectories in the same order (and SFT sees one stream).
+    results.sort(key=lambda r: (r.task_name, int(r.agent_metadata.get("attempt", -1))))
     records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / PARQUET)
     mistakes = {r.trial_name: str(r.agent_metadata.get("mistake", "?")) for r in results}

@@ -90,8 +90,9 @@ class ScriptedAgent(Agent):
     def tool_groups(self) -> list[str] | None:
         return harness_tool_groups(self.config)
 
-    def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None]:
-        rng = trajectory_rng(self.seed, view.name, self.attempts.next(view.name))
+    def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None, int]:
+        attempt = self.attempts.next(view.name)
+        rng = trajectory_rng(self.seed, view.name, attempt)
         mistake = self.mistakes.draw(rng)
         teacher = Teacher(
             view,
@@ -100,13 +101,14 @@ class ScriptedAgent(Agent):
             answer_in_message=self.answer_in_message,
             lookup_by_code=self.lookup_by_code,
         )
-        return teacher, mistake
+        return teacher, mistake, attempt
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         view = TaskView.from_task_dir(ctx.task.path, ctx.task.name, ctx.task.instruction)
-        teacher, mistake = self.teacher(view)
+        teacher, mistake, attempt = self.teacher(view)
         sampler = ScriptedSampler(self.renderer, teacher)
         harness = HarnessAgent(sampler, self.renderer, self.config, TEACHER_MODEL)
         result = await harness.run(ctx)
         result.metadata["mistake"] = mistake or "none"
+        result.metadata["attempt"] = attempt
         return result

@@ -70,7 +70,7 @@ def train_offline(
 ) -> list[dict[str, Any]]:
     """Train to `config.steps` steps; returns each step's metrics (on every rank)."""
     from bureau.algo.advantages import advantages_for_records
-    from bureau.algo.losses import make_loss_fn
+    from bureau.algo.losses import make_loss_fn, needs_reference
     from bureau.loop.sides import copy_checkpoint_extras
     from bureau.records import read_parquet
     from bureau.trainer.data import GroupStream
@@ -82,7 +82,11 @@ def train_offline(
     parallel = Parallel.from_env() if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
     trainer_config = config.trainer.model_copy(update={"seed": config.seed})
     trainer = Trainer.from_pretrained(
-        config.model, make_loss_fn(config.loss), trainer_config, parallel=parallel
+        config.model,
+        make_loss_fn(config.loss),
+        trainer_config,
+        parallel=parallel,
+        reference=config.model if needs_reference(config.loss) else None,
     )
     say = log if log is not None and trainer.parallel.is_main else (lambda _: None)
     checkpoint = config.out / "checkpoint"

@@ -58,7 +58,7 @@ class TrainerHost:
     ) -> None:
         import torch
 
-        from bureau.algo.losses import make_loss_fn
+        from bureau.algo.losses import make_loss_fn, needs_reference
         from bureau.trainer.fsdp import Parallel
         from bureau.trainer.trainer import Trainer
 
@@ -66,11 +66,13 @@ class TrainerHost:
             torch.set_num_threads(threads)
         self.model_dir = Path(model_dir)
         parallel = Parallel.from_env() if distributed else None
+        # The KL penalty's reference is the policy the run starts from (also after a resume).
         self.trainer = Trainer.from_pretrained(
             self.model_dir,
             make_loss_fn(loss),
             trainer.model_copy(update={"seed": seed}),
             parallel=parallel,
+            reference=self.model_dir if needs_reference(loss) else None,
         )
 
     @property

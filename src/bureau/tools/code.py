@@ -63,9 +63,10 @@ def _report(ws: Workspace, result: RunResult, timeout_s: float) -> str:
             status = f"killed by signal {-code}"
     else:
         status = f"exit code {code}"
-    # No uid here: it is random per sandbox, tells the agent nothing it needs, and would make
-    # the same program's output (and so a recorded trajectory) differ from run to run.
-    head = f"{status} after {result.duration_s:.2f} s (cwd {ws.root})"
+    # No uid and no timing here: they would make the same program's output (and so a recorded
+    # trajectory, and a policy trained on it) differ from run to run (a lookup takes 0.3 s on
+    # an idle machine, 4 s on a loaded one), and tell the agent nothing it needs.
+    head = f"{status} (cwd {ws.root})"
     return f"{head}\n{_streams(result)}"
 
 

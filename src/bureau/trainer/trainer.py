@@ -25,6 +25,7 @@ import math
 import random
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,10 +75,14 @@ class Trainer:
         *,
         parallel: Parallel | None = None,
         pad_id: int | None = None,
+        reference: PreTrainedModel | None = None,
     ) -> None:
         """Take ownership of `model` (moved, possibly sharded, put in training mode).
 
         `pad_id` fills padding positions (default: the model's pad, else eos, else 0 token).
+        `reference`: a frozen policy (usually the starting weights) that scores every batch
+        `forward_backward` gets without `ref_logprobs`, for a KL penalty towards it; it is
+        placed and sharded like `model` and never trained.
         """
         self.config = config or TrainerConfig()
         self.parallel = parallel or Parallel.single(self.config.device)
@@ -95,6 +100,13 @@ class Trainer:
         self.model = self.parallel.wrap(model, bf16=self.bf16)
         self.model.train()
         params = [p for p in self.model.parameters() if p.requires_grad]
+        self.reference: PreTrainedModel | None = None
+        if reference is not None:
+            reference.float()
+            reference.config.use_cache = False
+            reference.requires_grad_(False)
+            self.reference = self.parallel.wrap(reference, bf16=self.bf16)
+            self.reference.eval()
         self.optimizer, self.scheduler = build_optimizer(params, self.config.optimizer)
         self.step = 0
         """Optimizer steps taken."""
@@ -112,13 +124,16 @@ class Trainer:
         config: TrainerConfig | None = None,
         *,
         parallel: Parallel | None = None,
+        reference: Path | None = None,
     ) -> Trainer:
-        """A trainer on a local Hugging Face checkpoint folder."""
+        """A trainer on a local Hugging Face checkpoint folder (and a frozen reference policy
+        from `reference`'s, for a KL penalty)."""
         from bureau.models.checkpoint import load_checkpoint
 
         model, tokenizer = load_checkpoint(path, dtype=torch.float32)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else None
-        return cls(model, loss_fn, config, parallel=parallel, pad_id=pad)
+        frozen = None if reference is None else load_checkpoint(reference, dtype=torch.float32)[0]
+        return cls(model, loss_fn, config, parallel=parallel, pad_id=pad, reference=frozen)
 
     # -- planning -------------------------------------------------------------------------
 
@@ -155,6 +170,12 @@ class Trainer:
         """
         loss_fn = loss_fn or self.loss_fn
         started = time.perf_counter()
+        reference_s = 0.0
+        if self.reference is not None and batch.ref_logprobs is None:
+            reference_s = time.perf_counter()
+            scored = self._score(self.reference, batch)
+            batch = replace(batch, ref_logprobs=[row.tolist() for row in scored])
+            reference_s = time.perf_counter() - reference_s
         self.model.train()
         loss_metrics: list[Mapping[str, torch.Tensor]] = []
         total_loss = 0.0
@@ -198,6 +219,8 @@ class Trainer:
             versions = [v for row in batch.weight_versions for v in row]
             for staleness, n in staleness_histogram(versions, self.step).items():
                 step_metrics[f"train/staleness_tokens/{staleness}"] = n
+        if self.reference is not None:
+            step_metrics["train/reference_s"] = reference_s
         return step_metrics
 
     def _step_metrics(
@@ -267,24 +290,28 @@ class Trainer:
         if not isinstance(batch, TrainBatch):
             batch = TrainBatch.for_scoring(batch)
         self.model.eval()
-        mine: dict[int, torch.Tensor] = {}
         try:
-            for mb in self._micro_batches(batch):
-                with self.parallel.autocast(self.bf16):
-                    logprobs, _ = micro_batch_logprobs(
-                        self.model,
-                        mb,
-                        mb.loss_mask > 0,
-                        attention=self.config.attention,
-                        temperature=self.config.temperature,
-                    )
-                logprobs = logprobs.cpu()
-                start = 0
-                for index, n in zip(mb.plan.seq_indices, mb.layout.seq_lengths, strict=True):
-                    mine[index] = logprobs[start : start + n].clone()
-                    start += n
+            return self._score(self.model, batch)
         finally:
             self.model.train()
+
+    @torch.no_grad()
+    def _score(self, model: PreTrainedModel, batch: TrainBatch) -> list[torch.Tensor]:
+        mine: dict[int, torch.Tensor] = {}
+        for mb in self._micro_batches(batch):
+            with self.parallel.autocast(self.bf16):
+                logprobs, _ = micro_batch_logprobs(
+                    model,
+                    mb,
+                    mb.loss_mask > 0,
+                    attention=self.config.attention,
+                    temperature=self.config.temperature,
+                )
+            logprobs = logprobs.cpu()
+            start = 0
+            for index, n in zip(mb.plan.seq_indices, mb.layout.seq_lengths, strict=True):
+                mine[index] = logprobs[start : start + n].clone()
+                start += n
         results: dict[int, torch.Tensor] = {}
         for part in self.parallel.gather_objects(mine):
             results.update(part)
