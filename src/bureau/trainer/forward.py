@@ -4,11 +4,13 @@ A micro-batch's tensors are built from its `PackedLayout`; per-token fields are 
 over its sequences into [N] tensors (N real tokens, padding excluded), the layout of
 `bureau.algo.inputs.PolicyLossInputs`.
 
-Logits are computed only where a logprob is needed (`logits_to_keep` with an index tensor):
-with a 151,936-token vocabulary the output layer dominates small models, and a [T, V] logits
-matrix for a long packed row would not fit in memory. The logprob `logit[target] -
-logsumexp(logits)` and the entropy (a metric, no gradient) are computed in float32 by
-`SelectedLogprobs`, a few rows at a time; only the logits stay alive for the backward pass.
+The output layer runs only where a logprob is needed (`logits_to_keep` with an index tensor):
+with a 151,936-token vocabulary it dominates small models, and a [T, V] logits matrix for a
+long packed row would not fit in memory. For a plain linear output layer it is fused with the
+logprob (`bureau.trainer.head`): no logits tensor at all. Otherwise the logprob
+`logit[target] - logsumexp(logits)` and the entropy (a metric, no gradient) are computed in
+float32 by `SelectedLogprobs`, a few rows at a time; only the logits stay alive for the
+backward pass.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 
 from bureau.algo.inputs import PolicyLossInputs
 from bureau.records import TrainBatch
+from bureau.trainer.head import HeadRequest, can_fuse, fused_head
 from bureau.trainer.packing import MicroBatchPlan, PackedLayout, pack_row, pad_rows
 
 if TYPE_CHECKING:
@@ -164,20 +167,30 @@ def micro_batch_logprobs(
         keep, slot = col - 1, torch.arange(len(col), device=col.device)
     else:
         keep, slot = torch.unique(col - 1, sorted=True, return_inverse=True)
-    out = model(**_model_inputs(model, mb, attention), logits_to_keep=keep, use_cache=False)
-    # [K, V]; a view when packed (indexing [0] would zero-fill a copy in the backward)
-    logits = out.logits[row, slot] if rows > 1 else out.logits.view(len(col), out.logits.shape[-1])
-    if temperature != 1.0:
-        logits = logits / temperature
     targets = mb.input_ids[row, col]
-    picked, entropy_k = SelectedLogprobs.apply(logits, targets, with_entropy)
+    inputs = _model_inputs(model, mb, attention)
+    if can_fuse(model):
+        request = HeadRequest(row, slot, targets, temperature, with_entropy)
+        with fused_head(model, request):
+            model(**inputs, logits_to_keep=keep, use_cache=False)
+        assert request.picked is not None and request.entropy is not None
+        picked, entropy_k = request.picked, request.entropy
+    else:
+        out = model(**inputs, logits_to_keep=keep, use_cache=False)
+        # [K, V]; a view when packed (indexing [0] would zero-fill a copy in the backward)
+        logits = (
+            out.logits[row, slot] if rows > 1 else out.logits.view(len(col), out.logits.shape[-1])
+        )
+        if temperature != 1.0:
+            logits = logits / temperature
+        picked, entropy_k = SelectedLogprobs.apply(logits, targets, with_entropy)
     n = mb.token_index.numel()
-    logprobs = torch.zeros(n, dtype=torch.float32, device=logits.device).index_put(
+    logprobs = torch.zeros(n, dtype=torch.float32, device=picked.device).index_put(
         (scored,), picked
     )
     entropy = None
     if with_entropy:
-        entropy = torch.zeros(n, dtype=torch.float32, device=logits.device)
+        entropy = torch.zeros(n, dtype=torch.float32, device=picked.device)
         entropy[scored] = entropy_k
     return logprobs, entropy
 
