@@ -11,21 +11,54 @@ from enum import StrEnum
 
 
 class SystemErrorKind(StrEnum):
+    """Where a trial failed without a verdict, and whose failure that is.
+
+    A policy under RL learns anything that turns a 0 into a masked trial, so each kind says
+    whether the agent can cause it. The agent's kinds (`AGENT_KINDS` and, once the agent has
+    started, `AGENT_PHASE_KINDS` in `bureau.evaluation.attempts`) are graded failures with
+    reward 0 in training and evaluation alike; only the rest are masked and reported.
+    """
+
     sandbox_start_timeout = "sandbox_start_timeout"
+    """The sandbox did not start in time. Before the agent exists: the machinery's."""
     sandbox_start_failed = "sandbox_start_failed"
+    """The sandbox could not be created (bwrap, Docker). The machinery's."""
     sandbox_crashed = "sandbox_crashed"
+    """The sandbox died under a host operation (upload, download, exec). The agent's processes
+    are confined by rlimits, a pid limit, a memory cgroup and tmpfs quotas that fail its own
+    calls instead (`tests/sandbox/test_sandbox_attacks.py`), so this is the machinery's."""
     sandbox_unavailable = "sandbox_unavailable"
+    """No runtime on this machine (bubblewrap missing, no Docker daemon). The machinery's."""
     tool_server_failed = "tool_server_failed"
+    """An MCP tool server did not start, or died or hung. Before the agent runs it is the
+    machinery's; after, the agent's own calls did it (a crashed or hung tool): reward 0."""
     agent_timeout = "agent_timeout"
+    """The agent ran past its time limit. The agent's (slow tools and long outputs are its
+    choices): reward 0."""
     agent_error = "agent_error"
+    """The agent raised (for the harness agent: an error in its own turn handling). The
+    agent's: reward 0."""
     verifier_timeout = "verifier_timeout"
+    """tests/test.sh ran past its timeout. The verifier runs in its own storage and /tmp with
+    capped answer and office-file sizes, so the agent's files cannot fill or stall it by size;
+    a deliverable that is small but slow to parse is a known gap (masked today)."""
     verifier_error = "verifier_error"
+    """The verifier could not run or its output could not be read. The machinery's (the
+    agent's files are read with caps and a malformed deliverable fails its criterion)."""
     reward_file_missing = "reward_file_missing"
+    """The verifier finished without writing a reward. The reward files are emptied and owned
+    by the verifier phase, out of the agent's reach, so this is the task's or bureau's bug."""
     upload_failed = "upload_failed"
+    """Task files or tests could not be copied into the sandbox. The machinery's."""
     engine_error = "engine_error"
+    """The inference engine answered with an error. The machinery's."""
     engine_timeout = "engine_timeout"
+    """The engine gave no answer in time. The machinery's (generation is bounded by the
+    harness's token limits, so a long answer ends as a truncation, not a timeout)."""
     engine_unavailable = "engine_unavailable"
+    """No engine could be reached (stopped, restarting, not started). The machinery's."""
     internal_error = "internal_error"
+    """A bug in bureau (for example a completed trial without a reward). The machinery's."""
 
 
 class BureauSystemError(Exception):
