@@ -230,3 +230,24 @@ def test_verifier_folder_is_out_of_reach_while_the_agent_runs(env: dict[str, Any
     out = env["victim"].code("sh", "echo 1 > /logs/verifier/reward.txt; ls /logs /tests")
     assert "reward.txt" not in out.split("ls")[-1]
     assert not (env["victim"].sandbox.host_path("/logs/verifier") / "reward.txt").exists()
+
+
+def test_the_code_tool_has_the_environment_the_instruction_promises(env: dict[str, Any]) -> None:
+    """python3 in a shell is the one with the document libraries; the code's uid has a /tmp
+    and a /dev/shm; after a run, the agent's own commands can still write the workspace,
+    including what the code made."""
+    trial = env["bystander"]
+    out = trial.code(
+        "sh",
+        "python3 -c 'import openpyxl, pandas, docx, pptx, pypdf; print(\"libraries ok\")'; "
+        "echo a > /tmp/code.txt && echo b > /dev/shm/shm.txt && cat /tmp/code.txt; "
+        "mkdir -p made && echo c > made/by-code.txt",
+    )
+    assert "libraries ok" in out and "\na\n" in out and "exit code 0" in out, out
+    done = trial.sandbox.exec(
+        ["sh", "-c", "echo d > /workspace/after.txt && echo e >> /workspace/made/by-code.txt "
+         "&& rm /workspace/made/by-code.txt && echo agent ok"],
+        timeout_s=20,
+    )  # fmt: skip
+    assert done.returncode == 0 and "agent ok" in done.stdout, done
+    assert "d" in trial.code("py", "print(open('after.txt').read())")  # and the code again

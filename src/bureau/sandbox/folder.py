@@ -33,6 +33,11 @@ from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Phase
 
 LAYOUT = ("workspace", "logs/agent", "logs/verifier", "tests", "solution", "tmp", "vtmp")
+TMP_FOLDERS = ("tmp", "vtmp")
+"""The sandbox's /tmp (also its /dev/shm) in the agent and verifier phases."""
+TMP_MODE = 0o1777
+"""As on any machine: every uid of the sandbox (the code tool's too) may create files there,
+and only a file's owner may delete it."""
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
@@ -94,6 +99,8 @@ class TrialFolder:
             for made in (folder, folder.parent):
                 if self.owner is not None and made != self.path:
                     os.chown(made, *self.owner)
+            if sub in TMP_FOLDERS:
+                os.chmod(folder, TMP_MODE)
 
     def host_dir(self, sub: str) -> Path:
         return self.path / sub

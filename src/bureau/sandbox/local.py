@@ -73,7 +73,13 @@ from bureau.sandbox.bwrap import (
     shadowed_args,
     system_args,
 )
-from bureau.sandbox.folder import TrialFolder, normalize_inside, phase_mounts
+from bureau.sandbox.folder import (
+    TMP_FOLDERS,
+    TMP_MODE,
+    TrialFolder,
+    normalize_inside,
+    phase_mounts,
+)
 from bureau.sandbox.limits import (
     CODE_UID_OFFSET,
     Cgroups,
@@ -239,7 +245,8 @@ class LocalSandbox(Sandbox):
             # written (a system error, masked from training, instead of the agent's 0).
             for sub in VERIFIER_FOLDERS:
                 target = self.folder.host_dir(sub)
-                if mount_tmpfs(target, size_mb=VERIFIER_STORAGE_MB, mode=0o755) and self._lease:
+                mode = TMP_MODE if sub in TMP_FOLDERS else 0o755
+                if mount_tmpfs(target, size_mb=VERIFIER_STORAGE_MB, mode=mode) and self._lease:
                     os.chown(target, self.uid, self.uid)
         (self.path / "etc").mkdir()
         (self.path / "etc" / "passwd").write_text(

@@ -12,8 +12,10 @@ Separation from the server depends on who the server runs as:
   that uid. Signals to and ptrace of a process of another uid need privileges the code does not
   have, and `/proc/<server>/mem`, `environ` and `fd/` are closed to it. Before each run the
   workspace's folders and its files with a single link are given to that uid so the code can
-  write them; files with several hard links are left alone, because their owner is shared with
-  files outside the workspace (the code can still replace them, since it owns the folder).
+  write them, and after it (every process of it gone) back to the workspace's owner, so the
+  agent's own commands can still write what the code made; files with several hard links are
+  left alone, because their owner is shared with files outside the workspace (the code can
+  still replace them, since it owns the folder).
   RLIMIT_NPROC counts every process of the uid on the machine, so trials that share a code uid
   share that budget; a runtime that wants them apart passes each sandbox its own `--code-uid`.
 - **any other uid** (or root without CAP_SETUID, CAP_SETGID, CAP_CHOWN and CAP_KILL, or
@@ -116,9 +118,10 @@ def run_isolated(
     uid = code_uid(settings)
     with _RUN_LOCK:
         _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        owner = cwd.stat()
         if uid is not None:
             _check_reachable(cwd, uid)
-            _grant_tree(cwd, uid)
+            _grant_tree(cwd, uid, uid)
         limits = _limits(settings, timeout_s, uid)
         # Output goes through pipes, not temporary files: files would count against the
         # sandbox's storage, and code that fills the disk would silence its own error messages.
@@ -161,6 +164,10 @@ def run_isolated(
                 _kill_group(proc.pid)
                 proc.wait()
                 _sweep(before, uid)
+                if uid is not None and owner.st_uid != uid:
+                    # Nothing of the run is left: the workspace goes back to its owner (the
+                    # agent's uid), with what the code made, so the agent can still write it.
+                    _grant_tree(cwd, owner.st_uid, owner.st_gid)
             duration = time.monotonic() - start
             return RunResult(
                 exit_code=proc.returncode,
@@ -245,8 +252,8 @@ def _child_env(cwd: Path, program: str) -> dict[str, str]:
     """A fresh environment: nothing of the server's leaks, the interpreter's folder first on
     PATH so that `python` in a shell is the one with the document libraries."""
     bin_dirs = [os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]
-    if os.path.isabs(program):
-        bin_dirs.insert(0, os.path.dirname(program))
+    if os.path.isabs(program):  # after the interpreter's: `/bin/sh` must not bring /bin first
+        bin_dirs.insert(1, os.path.dirname(program))
     tmp = os.environ.get("TMPDIR", "/tmp")
     return {
         "PATH": ":".join(dict.fromkeys(bin_dirs)),
@@ -275,8 +282,9 @@ def _check_reachable(cwd: Path, uid: int) -> None:
         )
 
 
-def _grant_tree(root: Path, uid: int) -> None:
-    """Give `root`'s folders and single-link files to `uid` so code running as it can write."""
+def _grant_tree(root: Path, uid: int, gid: int) -> None:
+    """Give `root`'s folders and single-link files to `uid` (so code running as it can write,
+    and back to the agent after the run)."""
     for folder, dirs, files in os.walk(root):
         for name in [".", *dirs, *files]:
             path = os.path.join(folder, name)
@@ -287,7 +295,7 @@ def _grant_tree(root: Path, uid: int) -> None:
             if stat.S_ISLNK(st.st_mode) or st.st_uid == uid:
                 continue
             if stat.S_ISDIR(st.st_mode) or (stat.S_ISREG(st.st_mode) and st.st_nlink == 1):
-                os.lchown(path, uid, uid)
+                os.lchown(path, uid, gid)
 
 
 # -- leftovers -------------------------------------------------------------------------------
