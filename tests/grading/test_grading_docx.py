@@ -65,3 +65,55 @@ def test_corrupt_document_fails(grade_one: GradeOne, memo: Path) -> None:
     result = grade_one(content(contains="notice"))
     assert not result.passed
     assert result.reason.startswith("could not open output/memo.docx:")
+
+
+def _append(memo: Path, *paragraphs: tuple[str, str]) -> None:
+    document = docx.Document(str(memo))
+    for text, style in paragraphs:
+        document.add_paragraph(text, style=style)
+    document.save(str(memo))
+
+
+def test_a_labelled_statement_with_candidate_values_fails(grade_one: GradeOne, memo: Path) -> None:
+    criterion = content(contains="serve notice by: 2025-03-01", label="serve notice by:")
+    _append(memo, ("Serve notice by: 2025-03-01", "Normal"))
+    assert grade_one(criterion).passed
+    _append(memo, ("serve notice by: 2025-02-28", "Normal"), ("or 2025-03-02", "Normal"))
+    result = grade_one(criterion)
+    assert (result.passed, result.reason) == (
+        False,
+        "paragraph 6 gives another 'serve notice by:': 'serve notice by: 2025-02-28' "
+        "(one statement, one value)",
+    )
+
+
+def test_the_first_heading_is_the_one_that_counts(grade_one: GradeOne, memo: Path) -> None:
+    # The fixture's first "Heading 1" paragraph is "Notice" (the title uses style "Title").
+    assert grade_one(content(contains="notice", style="Heading 1", first=True)).passed
+    _append(memo, ("Termination of the Lease", "Heading 1"))
+    assert grade_one(content(contains="Termination of the Lease", style="Heading 1")).passed
+    first = grade_one(content(contains="Termination of the Lease", style="Heading 1", first=True))
+    assert (first.passed, first.reason) == (
+        False,
+        "the first 'Heading 1' paragraph (2) reads 'Notice'",
+    )
+
+
+def test_places_must_be_consistent(grade_one: GradeOne) -> None:
+    from pydantic import ValidationError
+
+    from bureau.grading.rubric import DocxContentCriterion
+
+    with pytest.raises(ValidationError, match="first needs a style"):
+        DocxContentCriterion.model_validate(content(contains="x", first=True, description="d", id="c1"))
+    with pytest.raises(ValidationError, match="label must be part"):
+        DocxContentCriterion.model_validate(content(contains="x: 1", label="y:", description="d", id="c1"))
+
+
+def test_a_sentence_about_the_label_is_not_a_statement(grade_one: GradeOne, memo: Path) -> None:
+    _append(
+        memo,
+        ("We used the large-cap peer set for this note.", "Normal"),
+        ("Peer set:  Large-cap", "Normal"),
+    )
+    assert grade_one(content(contains="peer set: large-cap", label="peer set:")).passed

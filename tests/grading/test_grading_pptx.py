@@ -86,3 +86,38 @@ def test_missing_deck(grade_one: GradeOne, deck: Path) -> None:
     deck.unlink()
     result = grade_one(content(contains="x"))
     assert (result.passed, result.reason) == (False, "output/deck.pptx missing")
+
+
+def _hedge(deck: Path, values: list[str], *, title: str = "Market Size") -> None:
+    """Add a slide titled `title` with one candidate table per value."""
+    presentation = Presentation(str(deck))
+    slide = presentation.slides.add_slide(presentation.slide_layouts[TITLE_ONLY])
+    slide.shapes.title.text = title
+    for k, value in enumerate(values):
+        shape = slide.shapes.add_table(2, 2, Inches(1), Inches(1 + k), Inches(4), Inches(1))
+        for (r, c), text in {(0, 0): "Segment", (0, 1): "TAM", (1, 0): "Enterprise"}.items():
+            shape.table.cell(r, c).text = text
+        shape.table.cell(1, 1).text = value
+    presentation.save(str(deck))
+
+
+def test_candidate_tables_for_one_cell_fail(grade_one: GradeOne, deck: Path) -> None:
+    spec = {"row_label": "Enterprise", "column": "TAM", "expected": 12.5}
+    criterion = content(title="Market Size", table_cell=spec)
+    assert grade_one(criterion).passed
+    _hedge(deck, ["11", "12.5", "14"])  # a second slide with the title, three candidates
+    result = grade_one(criterion)
+    assert not result.passed
+    assert result.reason.startswith("slide 4 gives table cell 'Enterprise'/'TAM' another value")
+    # The same value repeated is no conflict, and a slide outside the named place is not read.
+    _hedge(deck, ["99"], title="Backup")
+    assert not grade_one(criterion).passed
+    pinned = grade_one(content(slide=2, table_cell=spec))
+    assert pinned.passed
+
+
+def test_agreeing_copies_of_a_cell_pass(grade_one: GradeOne, deck: Path) -> None:
+    _hedge(deck, ["12.5", "12.50"])
+    _hedge(deck, ["99"], title="Backup")
+    spec = {"row_label": "Enterprise", "column": "TAM", "expected": 12.5}
+    assert grade_one(content(title="Market Size", table_cell=spec)).passed

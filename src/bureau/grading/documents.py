@@ -5,6 +5,11 @@ passes when one paragraph contains the phrase as a normalized substring, so case
 and spacing do not matter. A phrase split across two paragraphs does not count. With `style`
 set, the paragraph's style, or a style it is based on, must carry that name ("Heading 1",
 "Title"), which is how a reader sees a heading.
+
+Where the instruction names the place, only that place counts: with `first`, the first
+paragraph in `style` ("whose first heading reads ..."); with `label`, every paragraph that
+states the label ("serve notice by:") must state the expected value, so a document listing
+several candidate values fails instead of passing on the one that happens to be right.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .rubric import DocxContentCriterion
-from .values import Outcome, clip, normalize_text, show
+from .values import Outcome, clip, normalize_label, normalize_text, show
 from .workspace import DeliverableError, Workspace
 
 if TYPE_CHECKING:
@@ -29,8 +34,24 @@ def check_docx_content(criterion: DocxContentCriterion, workspace: Workspace) ->
         return Outcome(False, clip(str(exc)))
     needle = normalize_text(criterion.contains)
     phrase = show(criterion.contains, 60)
+    numbered = list(enumerate(_paragraphs(document.paragraphs, document.tables), 1))
+    if criterion.first:
+        return _first_in_style(criterion, numbered)
+    if criterion.label is not None:
+        label = normalize_label(criterion.label)
+        for number, paragraph in numbered:
+            if label in normalize_label(paragraph.text) and needle not in normalize_text(
+                paragraph.text
+            ):
+                return Outcome(
+                    False,
+                    clip(
+                        f"paragraph {number} gives another {show(criterion.label, 30)}: "
+                        f"{show(paragraph.text, 60)} (one statement, one value)"
+                    ),
+                )
     found_styles: list[str] = []
-    for number, paragraph in enumerate(_paragraphs(document.paragraphs, document.tables), 1):
+    for number, paragraph in numbered:
         if needle not in normalize_text(paragraph.text):
             continue
         styles = _style_names(paragraph)
@@ -46,6 +67,21 @@ def check_docx_content(criterion: DocxContentCriterion, workspace: Workspace) ->
             clip(f"{phrase} is only in {found_styles} paragraphs, not {criterion.style!r}"),
         )
     return Outcome(False, clip(f"no paragraph of {criterion.path} contains {phrase}"))
+
+
+def _first_in_style(
+    criterion: DocxContentCriterion, numbered: list[tuple[int, Paragraph]]
+) -> Outcome:
+    assert criterion.style is not None
+    wanted = normalize_text(criterion.style)
+    for number, paragraph in numbered:
+        if wanted not in map(normalize_text, _style_names(paragraph)):
+            continue
+        where = f"the first {criterion.style!r} paragraph ({number})"
+        if normalize_text(criterion.contains) in normalize_text(paragraph.text):
+            return Outcome(True, clip(f"{where} contains {show(criterion.contains, 60)}"))
+        return Outcome(False, clip(f"{where} reads {show(paragraph.text, 60)}"))
+    return Outcome(False, clip(f"no {criterion.style!r} paragraph in {criterion.path}"))
 
 
 def _paragraphs(paragraphs: list[Paragraph], tables: list[Table]) -> Iterator[Paragraph]:

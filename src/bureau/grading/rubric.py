@@ -30,6 +30,8 @@ from pydantic import (
     model_validator,
 )
 
+from .values import normalize_label
+
 RUBRIC_FORMAT = "bureau-rubric/1"
 DEFAULT_REL_TOL = 1e-3
 DEFAULT_ABS_TOL = 1e-6
@@ -190,7 +192,9 @@ class TableCell(BaseModel):
 
 
 class DocxContentCriterion(_Criterion):
-    """Some paragraph of a Word document contains a phrase, optionally in a given style."""
+    """Some paragraph of a Word document contains a phrase, optionally in a given style; where
+    the instruction names the place (the first heading, a labelled statement), only that place
+    counts, so a document that hedges with several candidates fails."""
 
     type: Literal["docx_content"] = "docx_content"
     path: RelativePath
@@ -199,6 +203,22 @@ class DocxContentCriterion(_Criterion):
     """Phrase that must occur (normalized substring) in one paragraph or table cell."""
     style: str | None = None
     """Style name the paragraph must have, e.g. "Heading 1"."""
+    first: bool = False
+    """Only the first paragraph in `style` counts ("whose first heading reads ...")."""
+    label: str | None = None
+    """The statement's label, colon included ("serve notice by:"): every paragraph that states
+    it (case and spacing aside) must contain the whole phrase, so candidates with other values
+    fail the criterion."""
+
+    @model_validator(mode="after")
+    def _places(self) -> DocxContentCriterion:
+        if self.first and self.style is None:
+            raise ValueError("first needs a style: the first paragraph in that style")
+        if self.label is not None and normalize_label(self.label) not in normalize_label(
+            self.contains
+        ):
+            raise ValueError("label must be part of the phrase in contains")
+        return self
 
 
 class PptxContentCriterion(_Criterion):

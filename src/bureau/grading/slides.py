@@ -5,8 +5,11 @@ conditions: the title placeholder's text equals `title`, some text on the slide 
 and table cells, inside groups too) contains `contains`, and a table on the slide holds
 `table_cell.expected` at the row labelled `row_label` (first column) and the column headed
 `column` (first row). All conditions are normalized comparisons and must hold on the same
-slide. Text placed in an ordinary text box is not a title: a reader's outline view, and
-PowerPoint's accessibility checker, only see the title placeholder.
+slide. One cell, one value: when any slide of the named place (the pinned slide, or every
+slide with the criterion's title) holds that cell with another value, in another table or
+another row or column of the same labels, the criterion fails, so a deck that hedges with
+candidate tables gains nothing. Text placed in an ordinary text box is not a title: a reader's
+outline view, and PowerPoint's accessibility checker, only see the title placeholder.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ def check_pptx_content(criterion: PptxContentCriterion, workspace: Workspace) ->
     for number, slide in numbered:
         failures = _slide_failures(slide, criterion)
         if not failures:
+            conflict = _conflicting_cell(numbered, criterion)
+            if conflict is not None:
+                return conflict
             return Outcome(True, f"slide {number} meets all conditions")
         if closest is None or len(failures) < len(closest[1]):
             closest = (number, failures)
@@ -99,6 +105,50 @@ def _texts(slide: Slide) -> Iterator[str]:
         for row in table.rows:
             for cell in row.cells:
                 yield cell.text
+
+
+def _conflicting_cell(
+    numbered: list[tuple[int, Slide]], criterion: PptxContentCriterion
+) -> Outcome | None:
+    """A failure when any slide in the named place (its title, when the criterion gives one)
+    holds the criterion's cell with another value: one cell, one value."""
+    spec = criterion.table_cell
+    if spec is None:
+        return None
+    for number, slide in numbered:
+        if criterion.title is not None and not _has_title(slide, criterion.title):
+            continue
+        for text in _cells(slide, spec):
+            outcome = compare_cell(text, spec.expected, spec.rel_tol, spec.abs_tol)
+            if not outcome.passed:
+                return Outcome(
+                    False,
+                    clip(
+                        f"slide {number} gives table cell {show(spec.row_label, 30)}/"
+                        f"{show(spec.column, 30)} another value: {outcome.reason}"
+                    ),
+                )
+    return None
+
+
+def _has_title(slide: Slide, title: str) -> bool:
+    shape = slide.shapes.title
+    return shape is not None and normalize_text(shape.text_frame.text) == normalize_text(title)
+
+
+def _cells(slide: Slide, spec: TableCell) -> Iterator[str]:
+    """The text of every cell on the slide at the spec's row label and column header."""
+    for table in _tables(slide):
+        rows = [[cell.text for cell in row.cells] for row in table.rows]
+        if not rows:
+            continue
+        headers = [normalize_text(text) for text in rows[0]]
+        for column, header in enumerate(headers):
+            if header != normalize_text(spec.column):
+                continue
+            for row in rows[1:]:
+                if row and normalize_text(row[0]) == normalize_text(spec.row_label):
+                    yield row[column]
 
 
 def _check_table_cell(slide: Slide, spec: TableCell) -> Outcome:

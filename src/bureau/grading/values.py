@@ -167,6 +167,12 @@ def normalize_text(text: str) -> str:
     return " ".join(words)
 
 
+def normalize_label(text: str) -> str:
+    """A statement's label as written ("Serve notice by:"): NFKC, casefold, whitespace collapsed,
+    punctuation kept, so "peer set:" matches a statement and not a sentence about the peer set."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
 def _between_digits(text: str, i: int) -> bool:
     return (
         text[i] in _NUMBER_PUNCTUATION

@@ -177,14 +177,24 @@ def xlsx_cell(
 
 
 def docx_content(
-    path: str, contains: str, description: str, *, style: str | None = None
+    path: str,
+    contains: str,
+    description: str,
+    *,
+    style: str | None = None,
+    first: bool = False,
+    label: str | None = None,
 ) -> dict[str, Any]:
+    """`first`: only the first paragraph in `style` counts; `label`: every paragraph stating
+    it must state `contains` (see `bureau.grading.documents`)."""
     return {
         "type": "docx_content",
         "description": description,
         "path": path,
         "contains": contains,
         "style": style,
+        "first": first,
+        "label": label,
     }
 
 

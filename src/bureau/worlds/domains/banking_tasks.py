@@ -583,8 +583,13 @@ def t_memo(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         },
         criteria=[
             file_exists(path, "Produces the memo"),
-            docx_has(path, heading, "Has the required heading", style="Heading 1"),
-            *[docx_has(path, line, f"States the {line.split(':')[0]}") for line in lines],
+            docx_has(path, heading, "Has the required heading", style="Heading 1", first=True),
+            *[
+                docx_has(
+                    path, line, f"States the {line.split(':')[0]}", label=line.split(":")[0] + ":"
+                )
+                for line in lines
+            ],
             numeric(key, value, f"Answers with {desc}", abs_tol=0.006),
         ],
         gold={key: value, "lines": lines},

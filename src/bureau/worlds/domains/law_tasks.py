@@ -330,11 +330,19 @@ def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         },
         criteria=[
             file_exists(path, "Produces the memo"),
-            docx_content(path, heading, "Has the required heading", style="Heading 1"),
+            docx_content(path, heading, "Has the required heading", style="Heading 1", first=True),
             docx_content(
-                path, f"notice period: {c.current_notice_days} days", "States the notice period"
+                path,
+                f"notice period: {c.current_notice_days} days",
+                "States the notice period",
+                label="notice period:",
             ),
-            docx_content(path, f"serve notice by: {deadline}", "States the deadline"),
+            docx_content(
+                path,
+                f"serve notice by: {deadline}",
+                "States the deadline",
+                label="serve notice by:",
+            ),
             text("notice_deadline", deadline, "Answers with the deadline"),
         ],
         gold={"notice_days": c.current_notice_days, "notice_deadline": deadline},
