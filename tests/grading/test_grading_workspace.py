@@ -163,3 +163,30 @@ def test_an_office_file_that_would_unzip_to_gigabytes_is_not_parsed(
     result = grade_one({"type": "file_exists", "path": "output/report.docx"}, NO_ANSWER)
     assert not result.passed
     assert "too large to grade" in result.reason and "uncompressed" in result.reason
+
+
+def test_a_small_deliverable_that_is_slow_to_parse_fails_in_time(
+    grade_one: GradeOne, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under every size cap, 40,000 cells still take openpyxl a while: past the budget the
+    criterion fails (the agent's 0) instead of the verifier timing out (a masked error)."""
+    import time
+
+    from openpyxl import Workbook
+
+    import bureau.grading.workspace as ws
+
+    book = Workbook()
+    for r in range(200):
+        book.active.append([f"v{r}-{c}" for c in range(200)])
+    book.save(workspace / "output" / "big.xlsx")
+    monkeypatch.setattr(ws, "MAX_OPEN_SECONDS", 0.05)
+    started = time.monotonic()
+    result = grade_one({"type": "file_exists", "path": "output/big.xlsx"}, NO_ANSWER)
+    assert time.monotonic() - started < 5
+    assert (result.passed, result.reason) == (
+        False,
+        "output/big.xlsx took longer than 0.05 s to read; not graded",
+    )
+    monkeypatch.setattr(ws, "MAX_OPEN_SECONDS", 60.0)
+    assert grade_one({"type": "file_exists", "path": "output/big.xlsx"}, NO_ANSWER).passed

@@ -11,7 +11,10 @@ the reason the criterion fails: a broken deliverable is the agent's failure, not
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -31,6 +34,9 @@ MAX_ANSWER_BYTES = 1024 * 1024
 MAX_UNZIPPED_BYTES = 64 * 1024 * 1024
 """An office file's parts, uncompressed (what its library parses)."""
 MAX_ZIP_ENTRIES = 10_000
+MAX_OPEN_SECONDS = 30.0
+"""Parsing one deliverable: a file under the size caps can still be slow to parse (millions of
+tiny cells); past this it fails its criteria instead of running the verifier out of time."""
 T = TypeVar("T")
 _OFFICE_KINDS = {".xlsx": "workbook", ".xlsm": "workbook", ".docx": "document", ".pptx": "deck"}
 
@@ -118,13 +124,42 @@ class Workspace:
             path = self.regular_file(relative)
             _check_zip(relative, path)
             try:
-                self._opened[key] = opener(path)
+                with time_limit(MAX_OPEN_SECONDS):
+                    self._opened[key] = opener(path)
+            except ParseTimeout as exc:
+                raise DeliverableError(
+                    f"{relative} took longer than {MAX_OPEN_SECONDS:g} s to read; not graded"
+                ) from exc
             except Exception as exc:  # MemoryError and RecursionError included
                 # Any failure of the library on the agent's file is a property of that file.
                 raise DeliverableError(
                     clip(f"could not open {relative}: {type(exc).__name__}: {exc}")
                 ) from exc
         return cast(T, self._opened[key])
+
+
+class ParseTimeout(Exception):
+    """Raised in the grader's main thread when reading a deliverable runs out of time."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise `ParseTimeout` in the block after `seconds` (SIGALRM: the main thread only; other
+    threads run without a limit, bounded by the verifier's own timeout)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise ParseTimeout
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _check_zip(relative: str, path: Path) -> None:
