@@ -29,7 +29,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -43,7 +42,7 @@ from bureau.trainer import OptimizerConfig, PackingConfig, Trainer, TrainerConfi
 from bureau.trainer.synthetic import synthetic_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from packing import PeakRSS, compare, rss_bytes
+from packing import PeakRSS, compare, rss_bytes, run_on_model
 
 ARMS = ("fused", "logits", "fused_bf16")
 
@@ -147,15 +146,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--probe", choices=ARMS, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.probe:
-        probe_memory(args.probe, args)
+    report = run_on_model(
+        args,
+        probe_memory,
+        run,
+        lambda tmp: init_checkpoint(
+            "qwen3", 2, 128, tmp / "tiny", heads=4, kv_heads=4, tie_embeddings=True
+        ),
+    )
+    if report is None:
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.model is None:
-            args.model = init_checkpoint(
-                "qwen3", 2, 128, Path(tmp) / "tiny", heads=4, kv_heads=4, tie_embeddings=True
-            )
-        report = run(args)
     print(json.dumps(report, indent=2))
     for key, (fast, slow) in {
         "fused_vs_logits": ("fused", "logits"),

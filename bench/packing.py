@@ -48,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -271,6 +272,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def run_on_model(
+    args: argparse.Namespace,
+    probe: Callable[[str, argparse.Namespace], None],
+    run: Callable[[argparse.Namespace], dict[str, Any]],
+    make_model: Callable[[Path], Path],
+) -> dict[str, Any] | None:
+    """A bench's main: a memory probe in a child (`--probe ARM`, None), else `run` on
+    `--model` or on a fresh model that `make_model` writes in a temporary folder."""
+    if args.probe:
+        probe(args.probe, args)
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.model is None:
+            args.model = make_model(Path(tmp))
+        return run(args)
+
+
 def summary(report: dict[str, Any]) -> str:
     """The comparisons in a few lines, below the JSON."""
     lines = []
@@ -303,13 +321,14 @@ def main() -> None:
     parser.add_argument("--probe", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path, help="also write the report here")
     args = parser.parse_args()
-    if args.probe:
-        probe_memory(args.probe, args)
+    report = run_on_model(
+        args,
+        probe_memory,
+        run,
+        lambda tmp: init_checkpoint("qwen3", 2, 64, tmp / "tiny", heads=2, kv_heads=1),
+    )
+    if report is None:
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.model is None:
-            args.model = init_checkpoint("qwen3", 2, 64, Path(tmp) / "tiny", heads=2, kv_heads=1)
-        report = run(args)
     print(json.dumps(report, indent=2))
     print(summary(report))
     if args.json:
