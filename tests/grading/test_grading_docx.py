@@ -105,9 +105,13 @@ def test_places_must_be_consistent(grade_one: GradeOne) -> None:
     from bureau.grading.rubric import DocxContentCriterion
 
     with pytest.raises(ValidationError, match="first needs a style"):
-        DocxContentCriterion.model_validate(content(contains="x", first=True, description="d", id="c1"))
+        DocxContentCriterion.model_validate(
+            content(contains="x", first=True, description="d", id="c1")
+        )
     with pytest.raises(ValidationError, match="label must be part"):
-        DocxContentCriterion.model_validate(content(contains="x: 1", label="y:", description="d", id="c1"))
+        DocxContentCriterion.model_validate(
+            content(contains="x: 1", label="y:", description="d", id="c1")
+        )
 
 
 def test_a_sentence_about_the_label_is_not_a_statement(grade_one: GradeOne, memo: Path) -> None:
