@@ -72,6 +72,30 @@ from bureau.sandbox.local import LocalRuntime, LocalSandbox
 from bureau.tasks.errors import TaskFormatErrors
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 
+SUPPORTED_HARBOR = "0.26"
+"""The Harbor release this plugin is written and tested against (0.26.0); 0.25 lacks modules
+it imports."""
+
+
+def harbor_import_error(exc: ImportError) -> str:
+    """What to tell a user whose environment cannot import Harbor's parts: none installed, or
+    an installed release without the module that failed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("harbor")
+    except PackageNotFoundError:
+        return (
+            "bureau.integrations.harbor needs Harbor in the same environment (Python >= 3.12): "
+            f"pip install 'harbor>={SUPPORTED_HARBOR},<0.27'"
+        )
+    return (
+        f"bureau.integrations.harbor works with Harbor {SUPPORTED_HARBOR}.x; this environment "
+        f"has Harbor {installed}, which has no {exc.name or 'module it needs'} ({exc}): "
+        f"pip install 'harbor>={SUPPORTED_HARBOR},<0.27'"
+    )
+
+
 # Harbor is an optional, Python >= 3.12 package: bureau's 3.11 type check runs without it (its
 # names are Any there), so each import carries an ignore for the missing module.
 try:
@@ -92,11 +116,8 @@ try:
     from harbor.utils.path_filter import (  # type: ignore[import-not-found]
         filter_paths_by_patterns,
     )
-except ImportError as exc:  # pragma: no cover - depends on the interpreter
-    raise ImportError(
-        "bureau.integrations.harbor needs Harbor in the same environment "
-        "(Python >= 3.12): pip install 'harbor>=0.26'"
-    ) from exc
+except ImportError as exc:
+    raise ImportError(harbor_import_error(exc)) from exc
 
 T = TypeVar("T")
 
