@@ -121,3 +121,9 @@ def test_a_sentence_about_the_label_is_not_a_statement(grade_one: GradeOne, memo
         ("Peer set:  Large-cap", "Normal"),
     )
     assert grade_one(content(contains="peer set: large-cap", label="peer set:")).passed
+
+
+def test_candidates_in_one_paragraph_fail_too(grade_one: GradeOne, memo: Path) -> None:
+    _append(memo, ("Serve notice by: 2025-03-01; serve notice by: 2025-03-02", "Normal"))
+    criterion = content(contains="serve notice by: 2025-03-01", label="serve notice by:")
+    assert not grade_one(criterion).passed

@@ -39,10 +39,12 @@ def check_docx_content(criterion: DocxContentCriterion, workspace: Workspace) ->
         return _first_in_style(criterion, numbered)
     if criterion.label is not None:
         label = normalize_label(criterion.label)
+        lowered = normalize_label(criterion.contains)
+        value = normalize_text(lowered[lowered.index(label) + len(label) :])
         for number, paragraph in numbered:
-            if label in normalize_label(paragraph.text) and needle not in normalize_text(
-                paragraph.text
-            ):
+            # Every statement of the label, not just one of them, must give the value.
+            stated = normalize_label(paragraph.text).split(label)[1:]
+            if any(not normalize_text(rest).startswith(value) for rest in stated):
                 return Outcome(
                     False,
                     clip(
