@@ -31,14 +31,24 @@ def test_capped_buffer_keeps_head_and_tail() -> None:
 @pytest.mark.parametrize(
     ("phase", "expected"),
     [
-        ("agent", {"/w": True, "/logs/agent": True, "/tmp": True}),
-        ("setup", {"/w": True, "/logs/agent": True, "/tmp": True}),
-        ("solution", {"/w": True, "/logs/agent": True, "/tmp": True, "/solution": False}),
+        ("agent", {"/w": True, "/logs/agent": True, "/logs/artifacts": True, "/tmp": True}),
+        ("setup", {"/w": True, "/logs/agent": True, "/logs/artifacts": True, "/tmp": True}),
+        (
+            "solution",
+            {
+                "/w": True,
+                "/logs/agent": True,
+                "/logs/artifacts": True,
+                "/tmp": True,
+                "/solution": False,
+            },
+        ),
         (
             "verifier",
             {
                 "/w": True,
                 "/logs/agent": False,
+                "/logs/artifacts": False,
                 "/tmp": True,
                 "/logs/verifier": True,
                 "/tests": False,
@@ -49,6 +59,7 @@ def test_capped_buffer_keeps_head_and_tail() -> None:
             {
                 "/w": True,
                 "/logs/agent": True,
+                "/logs/artifacts": True,
                 "/tmp": True,
                 "/logs/verifier": True,
                 "/tests": True,

@@ -15,11 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from bureau.cli.common import console, progress_bar, task_dirs
 from bureau.errors import BureauSystemError
 from bureau.tasks.errors import TaskFormatErrors
+from bureau.tasks.support import (
+    NETWORK_ADVICE,
+    ignored_settings,
+    network_request,
+    runner_problems,
+)
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import BUILTIN_AGENTS
 from bureau.trials.result import TrialResult
@@ -43,15 +50,61 @@ def _reason(result: TrialResult, trials_dir: Path) -> str:
     return f"reward {result.reward}"
 
 
-def load_tasks(root: Path, max_tasks: int | None = None) -> list[TaskDir]:
-    """The tasks under `root` (the first `max_tasks`); exits 2 listing every malformed one."""
+def load_tasks(
+    root: Path, max_tasks: int | None = None, *, offline_public_tasks: bool | None = None
+) -> list[TaskDir]:
+    """The tasks under `root` (the first `max_tasks`); exits 2 listing every malformed one.
+
+    With `offline_public_tasks` given, the tasks are also screened for the local runtime
+    (`screen_tasks`): what it cannot run is listed and left out, what it ignores is noted.
+    """
     dirs = task_dirs(root)[:max_tasks] if max_tasks is not None else task_dirs(root)
     try:
-        return [load_task_dir(d) for d in dirs]
+        tasks = [load_task_dir(d) for d in dirs]
     except TaskFormatErrors as exc:
         for error in exc.errors:
             console.print(f"[red]error:[/] {error}")
         raise typer.Exit(2) from exc
+    if offline_public_tasks is None:
+        return tasks
+    runnable, refused = screen_tasks(tasks, offline_public_tasks=offline_public_tasks)
+    if refused:
+        console.print(f"[red]{len(refused)} task(s) the local runtime cannot run:[/]")
+        for task, reasons in refused:
+            for reason in reasons:
+                console.print(f"[red]error:[/] {escape(f'{task.name}: {reason}')}")
+    if not runnable:
+        raise typer.Exit(2)
+    return runnable
+
+
+def screen_tasks(
+    tasks: list[TaskDir], *, offline_public_tasks: bool, runtime: str = "local"
+) -> tuple[list[TaskDir], list[tuple[TaskDir, list[str]]]]:
+    """Split tasks into those the runtime can run and those it cannot (with reasons); print a
+    note for every setting it will ignore and every task it runs offline. The docker runtime
+    builds images, so only the local runtime refuses what needs a build."""
+    runnable: list[TaskDir] = []
+    refused: list[tuple[TaskDir, list[str]]] = []
+    for task in tasks:
+        reasons = [str(problem) for problem in runner_problems(task)]
+        if runtime == "local":
+            reasons += [str(problem) for problem in task.local_problems]
+        network = network_request(task)
+        if network and not offline_public_tasks:
+            reasons.append(f"{task.config_path}: asks for a network ({network}); {NETWORK_ADVICE}")
+        if reasons:
+            refused.append((task, reasons))
+            continue
+        for line in ignored_settings(task):
+            console.print(f"[yellow]note:[/] {escape(line)}")
+        if network:
+            console.print(
+                f"[yellow]note:[/] {escape(task.name)}: runs offline although it asks for a "
+                f"network ({escape(network)})"
+            )
+        runnable.append(task)
+    return runnable, refused
 
 
 def resolve_harness_config(
@@ -74,12 +127,23 @@ def run_check(
     max_starting: int,
     *,
     max_tasks: int | None = None,
+    offline_public_tasks: bool = False,
+    runtime_name: str = "local",
 ) -> int:
     from bureau.sandbox import get_runtime
 
-    tasks = load_tasks(root, max_tasks)
+    all_tasks = load_tasks(root, max_tasks)
+    tasks, refused = screen_tasks(
+        all_tasks, offline_public_tasks=offline_public_tasks, runtime=runtime_name
+    )
+    for task, reasons in refused:
+        for reason in reasons:
+            console.print(f"[red]error:[/] {escape(f'{task.name}: {reason}')}")
+    if not tasks:
+        console.print(f"[red]none of the {len(all_tasks)} task(s) can run here[/]")
+        return 1
     try:
-        runtime = get_runtime("local", isolation=isolation)
+        runtime = get_runtime(runtime_name, isolation=isolation)
     except BureauSystemError as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
@@ -103,6 +167,8 @@ def run_check(
     runtime.close()
     seconds = time.perf_counter() - started
     broken = [r for r in results if r.system_error or r.reward != expected]
+    if refused:
+        console.print(f"[red]{len(refused)} task(s) not run: the local runtime cannot run them[/]")
     statuses = Counter(r.status for r in results)
     durations = [(r.finished_at - r.started_at).total_seconds() for r in results if r.finished_at]
     console.print(
@@ -120,4 +186,4 @@ def run_check(
     else:
         console.print(f"[green]every task scored {expected} with the {agent} agent[/]")
     console.print(f"trial directories in {trials_dir}")
-    return 1 if broken else 0
+    return 1 if broken or refused else 0

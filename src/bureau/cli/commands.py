@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from bureau.checks.offline import AnswerMode, CheckSummary, check_tasks, summarize
@@ -91,7 +92,9 @@ def _by_layout(rates: dict[str, float | None]) -> str:
     return f"({', '.join(parts)})" if parts else ""
 
 
-def run_validate(root: Path, require_solution: bool) -> int:
+def run_validate(root: Path, require_solution: bool, *, local: bool = True) -> int:
+    """Format errors of a task or dataset; with `local`, also what the local runtime cannot
+    run (errors) and what it would ignore or run offline (notes)."""
     if not root.is_dir():
         raise TaskFormatErrors(
             [TaskFormatError(root, "a dataset or task directory", got="no such directory")]
@@ -99,14 +102,39 @@ def run_validate(root: Path, require_solution: bool) -> int:
     if (root / "task.toml").exists():
         from bureau.tasks.taskdir import validate_task_dir
 
-        problems = validate_task_dir(root, require_solution=require_solution)
+        problems: list[object] = list(validate_task_dir(root, require_solution=require_solution))
+        if not problems and local:
+            problems += _local_report(root)
         for p in problems:
-            console.print(f"[red]error[/] {p}")
+            console.print(f"[red]error[/] {escape(str(p))}")
         console.print(f"{root.name}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
         return 1 if problems else 0
     report = validate_dataset(root, require_solution=require_solution)
     console.print(report.summary())
-    return 0 if report.ok else 1
+    local_problems = 0
+    if report.ok and local:
+        for task_dir in task_dirs(root):
+            for problem in _local_report(task_dir):
+                console.print(f"[red]error[/] {escape(problem)}")
+                local_problems += 1
+    return 0 if report.ok and not local_problems else 1
+
+
+def _local_report(task_dir: Path) -> list[str]:
+    """Print notes for what the local runtime ignores; return what it cannot run."""
+    from bureau.tasks.support import ignored_settings, network_request, runner_problems
+    from bureau.tasks.taskdir import load_task_dir
+
+    task = load_task_dir(task_dir)
+    for line in ignored_settings(task):
+        console.print(f"[yellow]note[/] {escape(line)}")
+    if network := network_request(task):
+        console.print(
+            f"[yellow]note[/] {escape(str(task.config_path))}: asks for a network "
+            f"({escape(network)}); the local runtime refuses it unless told to run it offline"
+        )
+    problems = [str(problem) for problem in runner_problems(task)]
+    return problems + [f"{problem} (local runtime)" for problem in task.local_problems]
 
 
 def grade(root: Path, mode: AnswerMode, jobs: int) -> CheckSummary:

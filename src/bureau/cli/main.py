@@ -104,15 +104,27 @@ def worlds_build(
     raise typer.Exit(code)
 
 
+class RuntimeChoice(StrEnum):
+    local = "local"
+    docker = "docker"
+
+
 @tasks_app.command("validate")
 def tasks_validate(
     dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
     require_solution: Annotated[bool, typer.Option(help="Require solution/solve.sh.")] = True,
+    runtime: Annotated[
+        RuntimeChoice,
+        typer.Option(
+            help="local: also report what the bubblewrap runtime cannot run without an image "
+            "build (RUN lines, other bases, multi-step tasks); docker: the format alone."
+        ),
+    ] = RuntimeChoice.local,
 ) -> None:
     """Check every task directory; report every problem, not just the first."""
     from bureau.cli.commands import run_validate
 
-    raise typer.Exit(run_validate(dataset, require_solution))
+    raise typer.Exit(run_validate(dataset, require_solution, local=runtime is RuntimeChoice.local))
 
 
 @tasks_app.command("grade")
@@ -157,6 +169,20 @@ def tasks_check(
     isolation: Annotated[
         Isolation, typer.Option(help="bwrap (bubblewrap sandbox) or none (UNSAFE: no isolation).")
     ] = Isolation.bwrap,
+    runtime: Annotated[
+        RuntimeChoice,
+        typer.Option(
+            help="local (bubblewrap on this host, no image build) or docker (builds each "
+            "task's image; needs a Docker engine). oracle and nop only."
+        ),
+    ] = RuntimeChoice.local,
+    offline_public_tasks: Annotated[
+        bool,
+        typer.Option(
+            help="Run tasks that ask for a network offline (sandboxes have none) instead of "
+            "refusing them; each is reported."
+        ),
+    ] = False,
     trials_dir: Annotated[
         Path | None, typer.Option(help="Where trial directories go (default runs/check-...).")
     ] = None,
@@ -205,7 +231,8 @@ def tasks_check(
         raise typer.Exit(
             run_check(
                 dataset, agent.value, concurrency, isolation.value, trials_dir, max_starting,
-                max_tasks=max_tasks,
+                max_tasks=max_tasks, offline_public_tasks=offline_public_tasks,
+                runtime_name=runtime.value,
             )
         )  # fmt: skip
     from bureau.cli.check import load_tasks, resolve_harness_config
@@ -223,7 +250,7 @@ def tasks_check(
         temperature=temperature,
         tool_prefixes=tool_prefix,
     )
-    tasks = load_tasks(dataset, max_tasks)
+    tasks = load_tasks(dataset, max_tasks, offline_public_tasks=offline_public_tasks)
     from bureau.cli.harness_check import run_harness_check
 
     raise typer.Exit(

@@ -70,6 +70,8 @@ from pydantic import Field
 from bureau.sandbox.base import Phase
 from bureau.sandbox.local import LocalRuntime, LocalSandbox
 from bureau.tasks.errors import TaskFormatErrors
+from bureau.tasks.image import read_image_plan
+from bureau.tasks.support import ignored_settings
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 
 SUPPORTED_HARBOR = "0.26"
@@ -224,6 +226,8 @@ class BubblewrapEnvironment(BaseEnvironment):
         self._sandbox: LocalSandbox | None = None
         self._task: TaskDir | None = None
         self._verifying = False
+        self._bundled_tests = False
+        self._network_refusal: str | None = None
         super().__init__(*args, **kwargs)
 
     @staticmethod
@@ -243,25 +247,48 @@ class BubblewrapEnvironment(BaseEnvironment):
         )
 
     def _validate_definition(self) -> None:
-        task_path = Path(self.environment_dir).parent
+        environment_dir = Path(self.environment_dir)
+        task_path = _task_root(environment_dir)
         try:
-            self._task = load_task_dir(task_path)
+            task = load_task_dir(task_path)
         except TaskFormatErrors as exc:
             problems = "; ".join(str(error) for error in exc.errors)
             raise ValueError(f"bureau cannot run the task at {task_path}: {problems}") from exc
+        # Harbor's separate verifier runs in an environment built from tests/Dockerfile (the
+        # task's or a step's), with the tests inside it.
+        self._bundled_tests = environment_dir.name == "tests" and (
+            (environment_dir / "Dockerfile").is_file()
+        )
+        if self._bundled_tests:
+            plan = read_image_plan(environment_dir / "Dockerfile")
+            plan.place(plan.workdir or task.config.environment.workdir, ("/tests", "/logs"))
+            task = dataclasses.replace(task, verifier_image=plan)
+        self._task = task
 
     def validate_network_policy_support(self, network_policy: Any = None) -> None:
-        super().validate_network_policy_support(network_policy)
+        # Harbor validates while it builds the trial, where an error would end the whole job;
+        # a network the sandbox cannot give is refused by `start`, for this trial alone.
         policy = network_policy or self._network_policy
+        if policy.network_mode == NetworkMode.NO_NETWORK:
+            super().validate_network_policy_support(network_policy)
+        elif self._network_refusal is None:
+            self._network_refusal = f"network_mode='{policy.network_mode.value}'"
+
+    def _refusal(self) -> str | None:
+        """Why this trial cannot run here, or None: what the local runtime cannot build, or a
+        network it cannot give when the user did not say to run offline."""
+        assert self._task is not None
+        problems = [str(problem) for problem in self._task.local_problems]
         offline_ok = isinstance(self.options, BubblewrapOptions) and (
             self.options.offline_public_tasks
         )
-        if policy.network_mode == NetworkMode.PUBLIC and not offline_ok:
-            raise ValueError(
+        if self._network_refusal is not None and not offline_ok:
+            problems.append(
                 f"{ENVIRONMENT_TYPE} sandboxes have no network, but this task asks for "
-                "network_mode='public'. Set [environment].network_mode = 'no-network' in its "
-                "task.toml, or pass --ek offline_public_tasks=true to run it offline anyway."
+                f"{self._network_refusal}. Set [environment].network_mode = 'no-network' in "
+                "its task.toml, or pass --ek offline_public_tasks=true to run it offline anyway."
             )
+        return "; ".join(problems) or None
 
     def _effective_task(self) -> TaskDir:
         """The task, with Harbor's resource overrides (--override-cpus etc.) applied."""
@@ -305,15 +332,30 @@ class BubblewrapEnvironment(BaseEnvironment):
                     path.chmod(path.stat().st_mode | 0o111)
 
     def _after_download(self, source: str) -> None:
-        if _under(source, VERIFIER_DIR):
+        if _under(source, VERIFIER_DIR) and not self._bundled_tests:
             self._verifying = False
 
     async def start(self, force_build: bool) -> None:
         if self._sandbox is not None:
             return
+        if refusal := self._refusal():
+            raise RuntimeError(f"bureau cannot run this task in {ENVIRONMENT_TYPE}: {refusal}")
+        assert self._task is not None
+        for line in ignored_settings(self._task):
+            self.logger.warning(f"{ENVIRONMENT_TYPE}: {line}")
+        if self._network_refusal is not None:
+            self.logger.warning(
+                f"{ENVIRONMENT_TYPE}: running offline although the task asks for "
+                f"{self._network_refusal} (offline_public_tasks=true)"
+            )
         runtime = _local_runtime()
         timeout_s = float(self.task_env_config.build_timeout_sec)
-        self._sandbox = await _in_thread(runtime.start, self._effective_task(), timeout_s=timeout_s)
+        start = functools.partial(runtime.start, self._effective_task(), timeout_s=timeout_s)
+        if self._bundled_tests:
+            start = functools.partial(start, verifier=True)
+        self._sandbox = await _in_thread(start)
+        # A separate verifier's environment holds its tests from the start: it verifies.
+        self._verifying = self._bundled_tests
         await self._upload_environment_dir_after_start()
 
     async def stop(self, delete: bool) -> None:
@@ -412,6 +454,15 @@ class BubblewrapEnvironment(BaseEnvironment):
             staged = Path(scratch)
             await self.download_dir(source_dir, staged)
             await _in_thread(_copy_selected, staged, target, keep)
+
+
+def _task_root(environment_dir: Path) -> Path:
+    """The task folder above an environment folder: `environment/`, `tests/`, or a step's
+    `steps/<name>/tests/` (the nearest folder up with a task.toml)."""
+    for folder in [environment_dir, *environment_dir.parents]:
+        if (folder / "task.toml").is_file():
+            return folder
+    return environment_dir.parent
 
 
 def _copy_selected(staged: Path, target: Path, keep: Callable[[list[str]], list[str]]) -> None:

@@ -12,7 +12,7 @@ Inside paths follow Harbor: the task's `environment.workdir` (default `/workspac
 `/logs/agent`, `/logs/verifier`, `/tests`, `/solution`, and a private `/tmp`. Which of them a
 command sees depends on its `phase`:
 
-| phase | workdir | /logs/agent | /logs/verifier | /tests | /solution |
+| phase | workdir | /logs/agent, /logs/artifacts | /logs/verifier | /tests | /solution |
 |---|---|---|---|---|---|
 | setup, agent | rw | rw | - | - | - |
 | solution | rw | rw | - | - | ro |
@@ -145,9 +145,13 @@ class Sandbox(ABC):
 class Runtime(ABC):
     name: str
 
+    supports_separate_verifier: bool = False
+    """Whether `start(..., verifier=True)` gives Harbor's separate verifier environment."""
+
     @abstractmethod
-    def start(self, task: TaskDir, *, timeout_s: float) -> Sandbox:
-        """A fresh sandbox holding a private copy of the task's workspace."""
+    def start(self, task: TaskDir, *, timeout_s: float, verifier: bool = False) -> Sandbox:
+        """A fresh sandbox holding a private copy of the task's workspace; `verifier`: the
+        separate verifier's environment (tests/Dockerfile, no workspace) instead."""
 
     def close(self) -> None:  # noqa: B027  # optional hook: most runtimes hold nothing shared
         """Release shared resources (pools, images). Safe to call twice."""

@@ -91,7 +91,7 @@ def _dir_args(dests: Iterable[str], covered: Sequence[str]) -> list[str]:
     return args
 
 
-def system_args(workdir: str) -> list[str]:
+def system_args(workdir: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The read-only system every command sees, with mount points for the trial's folders."""
     trees = python_trees()
     package = Path(bureau.__file__).parent
@@ -104,7 +104,10 @@ def system_args(workdir: str) -> list[str]:
     etc = [f"/etc/{name}" for name in _ETC_FILES if os.path.exists(f"/etc/{name}")]
     package_binds = [str(package / e) for e in SANDBOX_PACKAGE_ENTRIES if (package / e).exists()]
     mount_points = [*trees, *etc, *package_binds, "/etc/passwd", "/etc/group", "/var/tmp"]
-    mount_points += [workdir, "/logs/agent", "/logs/verifier", "/tests", "/solution"]
+    mount_points += [
+        *(workdir, "/logs/agent", "/logs/artifacts", "/logs/verifier", "/tests", "/solution"),
+        *extra,
+    ]
     args = ["--ro-bind", "/usr", "/usr", *links]
     args += _dir_args(mount_points, ["/usr", "/proc", "/dev", *trees])
     for path in [*trees, *etc]:

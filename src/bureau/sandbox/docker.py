@@ -131,7 +131,12 @@ class DockerRuntime(Runtime):
                 )
         return image
 
-    def start(self, task: TaskDir, *, timeout_s: float) -> DockerSandbox:
+    def start(self, task: TaskDir, *, timeout_s: float, verifier: bool = False) -> DockerSandbox:
+        if verifier:
+            raise BureauSystemError(
+                SystemErrorKind.sandbox_start_failed,
+                "the docker runtime does not build separate verifier images yet",
+            )
         image = self.image_for(task)
         deadline = time.monotonic() + timeout_s
         limits = self.limits or Limits.from_task(task)
@@ -141,7 +146,7 @@ class DockerRuntime(Runtime):
         cleanup.register(sandbox)
         try:
             self._cli(run_args(self.docker, name, image, limits, workdir)[1:], timeout_s=timeout_s)
-            sandbox.mkdirs(workdir, "/logs/agent", "/logs/verifier")
+            sandbox.mkdirs(workdir, "/logs/agent", "/logs/artifacts", "/logs/verifier")
             if task.workspace_dir.is_dir():
                 sandbox.upload(task.workspace_dir, workdir)
             if time.monotonic() > deadline:

@@ -4,6 +4,7 @@ Every runtime that keeps a trial on the host (bubblewrap, `--isolation none`) us
 
     <root>/<sandbox-id>/workspace      the task's workdir (a private copy of environment/workspace)
     <root>/<sandbox-id>/logs/agent     /logs/agent
+    <root>/<sandbox-id>/logs/artifacts /logs/artifacts (Harbor's: files the agent hands over)
     <root>/<sandbox-id>/logs/verifier  /logs/verifier
     <root>/<sandbox-id>/tests          /tests      (uploaded before the verifier runs)
     <root>/<sandbox-id>/solution       /solution   (uploaded before the oracle runs)
@@ -31,8 +32,12 @@ from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Phase
+from bureau.tasks.image import resolve_env_templates
+from bureau.tasks.taskdir import TaskDir
 
-LAYOUT = ("workspace", "logs/agent", "logs/verifier", "tests", "solution", "tmp", "vtmp")
+LAYOUT = (
+    "workspace", "logs/agent", "logs/artifacts", "logs/verifier", "tests", "solution", "tmp", "vtmp"
+)  # fmt: skip
 TMP_FOLDERS = ("tmp", "vtmp")
 """The sandbox's /tmp (also its /dev/shm) in the agent and verifier phases."""
 TMP_MODE = 0o1777
@@ -51,11 +56,18 @@ class Mount:
     writable: bool
 
 
-def phase_mounts(phase: Phase, workdir: str) -> list[Mount]:
+def extra_sub(index: int) -> str:
+    """The trial subfolder behind the `index`-th extra folder (see `TrialFolder`)."""
+    return f"extra/{index}"
+
+
+def phase_mounts(phase: Phase, workdir: str, extra: tuple[str, ...] = ()) -> list[Mount]:
     """What a command of `phase` sees of the trial folder (the table in `base`)."""
     mounts = [
         Mount(workdir, "workspace", True),
+        *(Mount(inside, extra_sub(i), True) for i, inside in enumerate(extra)),
         Mount("/logs/agent", "logs/agent", phase != "verifier"),
+        Mount("/logs/artifacts", "logs/artifacts", phase != "verifier"),
         Mount("/tmp", "vtmp" if phase == "verifier" else "tmp", True),
     ]
     if phase in ("verifier", "full"):
@@ -75,17 +87,31 @@ def normalize_inside(path: str) -> str:
 
 
 class TrialFolder:
-    """The host side of one sandbox; `owner` is the (uid, gid) that the sandbox runs as."""
+    """The host side of one sandbox; `owner` is the (uid, gid) that the sandbox runs as.
 
-    def __init__(self, path: Path, workdir: str, owner: tuple[int, int] | None = None) -> None:
+    `extra` are further writable folders at absolute inside paths, each backed by
+    `extra/<index>`: a separate verifier gets the agent's workdir there, so that artifacts land
+    at the paths the agent wrote them, as in Harbor.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        workdir: str,
+        owner: tuple[int, int] | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.path = path
         self.workdir = normalize_inside(workdir)
         self.owner = owner
+        self.extra = tuple(normalize_inside(inside) for inside in extra)
         # Longest first, so /logs/agent wins over /logs.
         roots = {
+            **{inside: extra_sub(i) for i, inside in enumerate(self.extra)},
             self.workdir: "workspace",
             "/logs": "logs",
             "/logs/agent": "logs/agent",
+            "/logs/artifacts": "logs/artifacts",
             "/logs/verifier": "logs/verifier",
             "/tests": "tests",
             "/solution": "solution",
@@ -93,7 +119,7 @@ class TrialFolder:
         self.transfer_roots = sorted(roots.items(), key=lambda item: -len(item[0]))
 
     def create(self) -> None:
-        for sub in LAYOUT:
+        for sub in (*LAYOUT, *(extra_sub(i) for i in range(len(self.extra)))):
             folder = self.path / sub
             folder.mkdir(parents=True, exist_ok=True)
             for made in (folder, folder.parent):
@@ -213,6 +239,59 @@ class TrialFolder:
                 os.fchown(out, *self.owner)
         finally:
             os.close(out)
+
+
+def task_workdir(task: TaskDir) -> str:
+    return task.config.environment.workdir
+
+
+def verifier_workdir(task: TaskDir) -> str:
+    """The separate verifier's working directory: its image's WORKDIR, else the task's."""
+    image = task.verifier_image
+    return (image.workdir if image is not None else None) or task.config.environment.workdir
+
+
+def verifier_extra(task: TaskDir) -> tuple[str, ...]:
+    """The separate verifier's further folders: the agent's workdir, where artifacts go back
+    to the paths the agent wrote them (none when it is the verifier's own workdir or inside
+    it, or holds it)."""
+    agent, own = normalize_inside(task_workdir(task)), normalize_inside(verifier_workdir(task))
+    nested = agent == own or agent.startswith(own + "/") or own.startswith(agent + "/")
+    return () if nested else (agent,)
+
+
+def provide_image(
+    folder: TrialFolder, task: TaskDir, deadline: float | None, *, verifier: bool = False
+) -> dict[str, str]:
+    """Fill a new trial folder as the task's image would be, and return the image's variables.
+
+    The workspace convention (`environment/workspace/` into the workdir) comes first, then what
+    the Dockerfile copies and the folders its RUN mkdir makes; the variables are the
+    Dockerfile's ENV, then `[environment].env` (templates read from the host's environment).
+    `verifier`: the separate verifier's image (tests/Dockerfile) instead of the agent's.
+    """
+    plan = task.verifier_image if verifier else task.image
+    if not verifier and task.workspace_dir.is_dir():
+        folder.copy_in(task.workspace_dir, folder.workdir, deadline=deadline)
+    if plan is not None:
+        for copy in plan.copies:
+            if copy.source.resolve() == task.workspace_dir.resolve() and (
+                normalize_inside(copy.target) == folder.workdir
+            ):
+                continue  # the convention above already copied it
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"copying {copy.source} ran past its deadline")
+            folder.copy_in(copy.source, copy.target, deadline=deadline)
+        for made in plan.folders:
+            root, parts = folder.resolve(made)
+            os.close(folder._open_dirs(root, parts))
+    try:
+        env = resolve_env_templates(task.config.environment.env, dict(os.environ))
+    except KeyError as exc:
+        raise BureauSystemError(
+            SystemErrorKind.sandbox_start_failed, f"[environment.env] {exc.args[0]}"
+        ) from None
+    return {**(plan.env if plan is not None else {}), **env}
 
 
 def _step(parent_fd: int, name: str, *, create: bool, owner: tuple[int, int] | None) -> int:

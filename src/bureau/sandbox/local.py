@@ -79,6 +79,10 @@ from bureau.sandbox.folder import (
     TrialFolder,
     normalize_inside,
     phase_mounts,
+    provide_image,
+    task_workdir,
+    verifier_extra,
+    verifier_workdir,
 )
 from bureau.sandbox.limits import (
     CODE_UID_OFFSET,
@@ -119,6 +123,7 @@ class LocalRuntime(Runtime):
     """Sandboxes built with bubblewrap on this machine; see the module docstring."""
 
     name = "local"
+    supports_separate_verifier = True
 
     def __init__(
         self,
@@ -167,12 +172,16 @@ class LocalRuntime(Runtime):
         for zygote in zygotes:
             zygote.close()
 
-    def start(self, task: TaskDir, *, timeout_s: float) -> LocalSandbox:
+    def start(self, task: TaskDir, *, timeout_s: float, verifier: bool = False) -> LocalSandbox:
         deadline = time.monotonic() + timeout_s
-        workdir = check_workdir(task.config.environment.workdir)
-        sandbox = LocalSandbox(self, task, workdir, self.limits or Limits.from_task(task))
+        workdir = check_workdir(verifier_workdir(task) if verifier else task_workdir(task))
+        extra = verifier_extra(task) if verifier else ()
+        for inside in extra:
+            check_workdir(inside)
+        limits = self.limits or Limits.from_task(task)
+        sandbox = LocalSandbox(self, task, workdir, limits, extra)
         try:
-            sandbox._setup(task, deadline)
+            sandbox._setup(task, deadline, verifier)
         except BaseException as exc:
             sandbox.stop()
             if isinstance(exc, TimeoutError):
@@ -213,14 +222,21 @@ def _remove_stale(folder: Path, fields: dict[str, str]) -> None:
 
 
 class LocalSandbox(Sandbox):
-    def __init__(self, runtime: LocalRuntime, task: TaskDir, workdir: str, limits: Limits) -> None:
+    def __init__(
+        self,
+        runtime: LocalRuntime,
+        task: TaskDir,
+        workdir: str,
+        limits: Limits,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.runtime, self.limits, self.workdir = runtime, limits, workdir
         self.id = f"sbx-{secrets.token_hex(6)}"
         self.path = runtime.root / self.id
         self._lease = UidLease() if runtime.privileged else None
         self.uid = self._lease.uid if self._lease else os.getuid()
         owner = (self.uid, self.uid) if self._lease else None
-        self.folder = TrialFolder(self.path, workdir, owner)
+        self.folder = TrialFolder(self.path, workdir, owner, extra)
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.RLock()
         self._stopped = False
@@ -228,8 +244,9 @@ class LocalSandbox(Sandbox):
         self._cgroups: Cgroups | None = None
         self._watcher: StorageWatcher | None = None
         self._prefix: list[str] = []
+        self._image_env: dict[str, str] = {}
 
-    def _setup(self, task: TaskDir, deadline: float) -> None:
+    def _setup(self, task: TaskDir, deadline: float, verifier: bool = False) -> None:
         self.path.mkdir(mode=0o700)
         if self.runtime.privileged and self.runtime.storage != "watch":
             self._mounted = mount_tmpfs(self.path, size_mb=self.limits.storage_mb)
@@ -257,9 +274,8 @@ class LocalSandbox(Sandbox):
             self._cgroups = Cgroups(self.id, self.limits)
         if not self._mounted:
             self._watcher = StorageWatcher(self.path, self.limits.storage_mb, self._kill_all)
-        self._prefix = system_args(self.workdir)
-        if task.workspace_dir.is_dir():
-            self.folder.copy_in(task.workspace_dir, self.workdir, deadline=deadline)
+        self._prefix = system_args(self.workdir, self.folder.extra)
+        self._image_env = provide_image(self.folder, task, deadline, verifier=verifier)
         if time.monotonic() > deadline:
             raise TimeoutError("copying the workspace took too long")
 
@@ -291,7 +307,7 @@ class LocalSandbox(Sandbox):
         args = list(self._prefix)
         args += ["--ro-bind", str(self.path / "etc/passwd"), "/etc/passwd"]
         args += ["--ro-bind", str(self.path / "etc/group"), "/etc/group"]
-        mounts = phase_mounts(phase, self.workdir)
+        mounts = phase_mounts(phase, self.workdir, self.folder.extra)
         for mount in mounts:
             flag = "--bind" if mount.writable else "--ro-bind"
             args += [flag, str(self.folder.host_dir(mount.sub)), mount.inside]
@@ -342,6 +358,7 @@ class LocalSandbox(Sandbox):
             "OMP_NUM_THREADS": threads,
             "OPENBLAS_NUM_THREADS": threads,
             "MKL_NUM_THREADS": threads,
+            **self._image_env,
             **path_env(inside_path(self.workdir)),
         }
         env.update(extra or {})

@@ -32,7 +32,13 @@ from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox import cleanup
 from bureau.sandbox.base import ExecResult, Limits, Phase, Runtime, Sandbox, path_env
 from bureau.sandbox.bwrap import default_root
-from bureau.sandbox.folder import TrialFolder
+from bureau.sandbox.folder import (
+    TrialFolder,
+    provide_image,
+    task_workdir,
+    verifier_extra,
+    verifier_workdir,
+)
 from bureau.sandbox.limits import MIB
 from bureau.sandbox.process import DEFAULT_CAP_BYTES, kill_group, run_captured
 from bureau.tasks.taskdir import TaskDir
@@ -53,16 +59,20 @@ class UnsafeRuntime(Runtime):
         cleanup.sweep_stale(self.root, lambda folder, fields: None)
         log.warning("isolation none: sandboxed commands run unconfined on this machine")
 
-    def start(self, task: TaskDir, *, timeout_s: float) -> UnsafeSandbox:
+    supports_separate_verifier = True
+
+    def start(self, task: TaskDir, *, timeout_s: float, verifier: bool = False) -> UnsafeSandbox:
         deadline = time.monotonic() + timeout_s
-        sandbox = UnsafeSandbox(self, task, self.limits or Limits.from_task(task))
+        workdir = verifier_workdir(task) if verifier else task_workdir(task)
+        limits = self.limits or Limits.from_task(task)
+        extra = verifier_extra(task) if verifier else ()
+        sandbox = UnsafeSandbox(self, task, workdir, limits, extra)
         try:
             sandbox.path.mkdir(mode=0o700)
             (sandbox.path / cleanup.OWNER_FILE).write_text(f"owner={cleanup.owner_stamp()}\n")
             cleanup.register(sandbox)
             sandbox.folder.create()
-            if task.workspace_dir.is_dir():
-                sandbox.folder.copy_in(task.workspace_dir, sandbox.workdir, deadline=deadline)
+            sandbox.image_env = provide_image(sandbox.folder, task, deadline, verifier=verifier)
             if time.monotonic() > deadline:
                 raise TimeoutError("copying the workspace took too long")
         except BaseException as exc:
@@ -78,12 +88,20 @@ class UnsafeRuntime(Runtime):
 
 
 class UnsafeSandbox(Sandbox):
-    def __init__(self, runtime: UnsafeRuntime, task: TaskDir, limits: Limits) -> None:
+    def __init__(
+        self,
+        runtime: UnsafeRuntime,
+        task: TaskDir,
+        workdir: str,
+        limits: Limits,
+        extra: tuple[str, ...] = (),
+    ) -> None:
         self.runtime, self.limits = runtime, limits
         self.id = f"sbx-{secrets.token_hex(6)}"
         self.path = runtime.root / self.id
-        self.folder = TrialFolder(self.path, task.config.environment.workdir)
+        self.folder = TrialFolder(self.path, workdir, extra=extra)
         self.workdir = self.folder.workdir
+        self.image_env: dict[str, str] = {}
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._stopped = False
 
@@ -97,6 +115,7 @@ class UnsafeSandbox(Sandbox):
             PYTHONNOUSERSITE="1",
             PYTHONDONTWRITEBYTECODE="1",
         )
+        env.update(self.image_env)
         env.update(path_env(lambda folder: str(self.folder.host_dir(folder))))
         env.update(extra or {})
         return env

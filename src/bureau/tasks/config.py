@@ -222,6 +222,11 @@ class EnvironmentConfig(BaseModel):
     build_timeout_sec: float = Field(
         default=600.0, gt=0, allow_inf_nan=False, description="Wall-clock limit for the build."
     )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Environment variables of every command in the environment; a value "
+        "'${VAR}' or '${VAR:-default}' is read from the host's environment at start.",
+    )
 
     @model_validator(mode="before")
     @classmethod

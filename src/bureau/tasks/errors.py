@@ -28,7 +28,7 @@ _MAX_SHOWN = 60
 
 
 class TaskFormatError(Exception):
-    """One problem in one file: `<path>[: line L, column C][: <field>]: expected X[, got Y]`."""
+    """One problem in one file: `<path>[: line L[, column C]][: <field>]: expected X[, got Y]`."""
 
     def __init__(
         self,
@@ -52,7 +52,8 @@ class TaskFormatError(Exception):
     def __str__(self) -> str:
         parts = [str(self.path)]
         if self.line is not None:
-            parts.append(f"line {self.line}, column {self.column}")
+            column = f", column {self.column}" if self.column is not None else ""
+            parts.append(f"line {self.line}{column}")
         if self.field:
             parts.append(self.field)
         message = f"expected {self.expected}"

@@ -4,7 +4,9 @@ tests/test.sh writes its result into `<logs>/verifier/`, as either
 
 - `reward.json` (preferred): one flat JSON object of finite numbers, such as
   `{"reward": 0.75, "pass": 0, "c1": 1}`. The "reward" key is the scalar reward; an object with
-  a single key of another name uses that key. Other keys are named sub-scores, kept for analysis.
+  a single key of another name uses that key, and one with several keys and no "reward" (Harbor
+  accepts any named rewards, such as `{"correctness": 1, "style": 0.5}`) is scored by their
+  mean. Every key is kept as a named value, for analysis and for Harbor's metrics.
 - `reward.txt`: a single number, the reward.
 
 When both exist, reward.json wins. Anything else (no file, an empty file, invalid JSON, a nested
@@ -65,7 +67,7 @@ def write_reward_json(verifier_dir: Path | str, values: Mapping[str, float]) -> 
     """Write `values` as `<verifier_dir>/reward.json`, atomically, and return the file's path.
 
     Refuses (with RewardFileError) anything `read_reward` would refuse: non-finite, boolean or
-    non-numeric values, and a mapping with neither a "reward" key nor exactly one key.
+    non-numeric values, and an empty mapping.
     """
     verifier_dir = Path(verifier_dir)
     path = verifier_dir / REWARD_JSON
@@ -149,12 +151,9 @@ def _finite(path: Path, key: str | None, value: Any) -> float:
 def _pick_reward(path: Path, values: dict[str, float]) -> float:
     if REWARD_KEY in values:
         return values[REWARD_KEY]
-    if len(values) == 1:
-        return next(iter(values.values()))
-    keys = ", ".join(json.dumps(key) for key in values) or "no keys"
-    raise RewardFileError(
-        path, f'a "{REWARD_KEY}" key, or exactly one key', got=f"{len(values)} keys ({keys})"
-    )
+    if not values:
+        raise RewardFileError(path, "at least one named reward", got="no keys")
+    return math.fsum(values.values()) / len(values)
 
 
 class _DuplicateKey(Exception):

@@ -7,7 +7,16 @@ Layout::
     <task>/environment/Dockerfile  the build file, unless [environment].docker_image is set
     <task>/environment/workspace/  files bureau copies into the agent's working directory
     <task>/tests/test.sh           the verifier; writes <logs>/verifier/reward.json or .txt
+    <task>/tests/Dockerfile        the verifier's own image, in Harbor's separate-verifier mode
     <task>/solution/solve.sh       the oracle solution (optional for Harbor, required by bureau)
+
+A multi-step task (`[[steps]]` in task.toml) keeps each step's instruction.md, tests/ and
+solution/ under `steps/<name>/` instead. Harbor runs those; bureau's own runner does not yet
+(`bureau.tasks.support.runner_problems` says so).
+
+The Dockerfile is read, not built (`bureau.tasks.image`): its WORKDIR is the working directory
+when task.toml leaves `[environment].workdir` unset (as Harbor uses the image's), and what the
+local runtime cannot provide without a build is listed in `local_problems`, naming the line.
 
 Problems are collected, not raised one at a time: `validate_task_dir` returns every error and
 `load_task_dir` raises them together as `TaskFormatErrors`. A script without its execute bit is
@@ -20,13 +29,18 @@ from __future__ import annotations
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bureau.tasks.config import TaskConfig
 from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
+from bureau.tasks.image import ImagePlan, read_image_plan
 
 INSTRUCTION_FILE = "instruction.md"
 CONFIG_FILE = "task.toml"
 DOCKERFILE = "environment/Dockerfile"
+VERIFIER_DOCKERFILE = "tests/Dockerfile"
+DEFAULT_WORKDIR = "/workspace"
+"""bureau's working directory when neither task.toml nor the Dockerfile names one."""
 TEST_SCRIPT = "tests/test.sh"
 SOLVE_SCRIPT = "solution/solve.sh"
 
@@ -39,6 +53,28 @@ class TaskDir:
     config: TaskConfig
     instruction: str
     warnings: tuple[TaskFormatError, ...] = field(default=(), compare=False)
+    image: ImagePlan | None = field(default=None, compare=False)
+    verifier_image: ImagePlan | None = field(default=None, compare=False)
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        """Harbor's `[[steps]]` tables of a multi-step task (empty for a single-step one)."""
+        return steps_of(self.config)
+
+    @property
+    def separate_verifier(self) -> bool:
+        """Harbor's separate-verifier mode: test.sh runs in an environment of its own."""
+        return verifier_mode(self.config) == "separate"
+
+    @property
+    def local_problems(self) -> list[TaskFormatError]:
+        """What the local runtime cannot provide without building an image (empty: it can);
+        each names its Dockerfile and line."""
+        problems: list[TaskFormatError] = []
+        for plan in (self.image, self.verifier_image):
+            if plan is not None:
+                problems += plan.errors
+        return problems
 
     @property
     def name(self) -> str:
@@ -90,7 +126,24 @@ def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDi
         config=inspection.config,
         instruction=inspection.instruction,
         warnings=tuple(inspection.warnings),
+        image=inspection.image,
+        verifier_image=inspection.verifier_image,
     )
+
+
+def steps_of(config: TaskConfig) -> list[dict[str, Any]]:
+    steps = (config.model_extra or {}).get("steps")
+    return [step for step in steps if isinstance(step, dict)] if isinstance(steps, list) else []
+
+
+def verifier_mode(config: TaskConfig) -> str:
+    """Harbor's rule: an explicit `environment_mode`, else "separate" when the verifier has an
+    `environment` table of its own, else "shared"."""
+    extra = config.verifier.model_extra or {}
+    mode = extra.get("environment_mode")
+    if isinstance(mode, str):
+        return mode
+    return "separate" if isinstance(extra.get("environment"), dict) else "shared"
 
 
 def validate_task_dir(path: Path | str, *, require_solution: bool = False) -> list[TaskFormatError]:
@@ -111,6 +164,8 @@ class TaskCheck:
     instruction: str | None = None
     errors: list[TaskFormatError] = field(default_factory=list)
     warnings: list[TaskFormatError] = field(default_factory=list)
+    image: ImagePlan | None = None
+    verifier_image: ImagePlan | None = None
 
 
 def _inspect(root: Path, require_solution: bool) -> TaskCheck:
@@ -120,19 +175,27 @@ def _inspect(root: Path, require_solution: bool) -> TaskCheck:
         found.errors.append(TaskFormatError(root, "a task directory", got=got))
         return found
 
-    instruction = _read_text(root / INSTRUCTION_FILE, "the task prompt", found.errors)
-    if instruction is not None:
-        if instruction.strip():
-            found.instruction = instruction
-        else:
-            found.errors.append(
-                TaskFormatError(root / INSTRUCTION_FILE, "a non-empty task prompt", got="no text")
-            )
-
+    config_errors: list[TaskFormatError] = []
     try:
         found.config = TaskConfig.load(root / CONFIG_FILE)
     except TaskFormatErrors as exc:
-        found.errors.extend(exc.errors)
+        config_errors = list(exc.errors)
+    steps = steps_of(found.config) if found.config is not None else []
+    # A multi-step task has a prompt and tests per step, under steps/<name>/, and none of its own.
+    parts = [root / "steps" / str(step.get("name", "")) for step in steps] or [root]
+
+    for part in parts:
+        instruction = _read_text(part / INSTRUCTION_FILE, "the task prompt", found.errors)
+        if instruction is not None:
+            if instruction.strip():
+                found.instruction = found.instruction or instruction
+            else:
+                found.errors.append(
+                    TaskFormatError(
+                        part / INSTRUCTION_FILE, "a non-empty task prompt", got="no text"
+                    )
+                )
+    found.errors.extend(config_errors)  # after the prompt's, in the order of the layout
 
     # Without a readable config we cannot tell whether a prebuilt image replaces the
     # Dockerfile, so the Dockerfile is only required once the config is known.
@@ -147,10 +210,48 @@ def _inspect(root: Path, require_solution: bool) -> TaskCheck:
                 )
             )
 
-    _check_script(root / TEST_SCRIPT, "the verifier script", True, found)
-    if require_solution or (root / SOLVE_SCRIPT).exists():
-        _check_script(root / SOLVE_SCRIPT, "the oracle solution script", require_solution, found)
+    for part in parts:
+        _check_script(part / TEST_SCRIPT, "the verifier script", True, found)
+        if require_solution or (part / SOLVE_SCRIPT).exists():
+            _check_script(
+                part / SOLVE_SCRIPT, "the oracle solution script", require_solution, found
+            )
+    if found.config is not None and not found.errors:
+        _read_images(root, found.config, found)
     return found
+
+
+def _read_images(root: Path, config: TaskConfig, found: TaskCheck) -> None:
+    """The Dockerfiles as the local runtime provides them; WORKDIR becomes the workdir when
+    task.toml leaves it unset."""
+    environment = config.environment
+    dockerfile = root / DOCKERFILE
+    if dockerfile.is_file():
+        found.image = _plan(dockerfile, found)
+    explicit = "workdir" in environment.model_fields_set
+    if not explicit:
+        workdir = (found.image.workdir if found.image else None) or DEFAULT_WORKDIR
+        environment.workdir = workdir
+        # Still "unset" for Harbor: dumping the config must not write the image's workdir.
+        environment.model_fields_set.discard("workdir")
+    if found.image is not None:
+        found.image.place(environment.workdir, allowed=("/logs",))
+    if verifier_mode(config) == "separate" and (root / VERIFIER_DOCKERFILE).is_file():
+        found.verifier_image = _plan(root / VERIFIER_DOCKERFILE, found)
+        if found.verifier_image is not None:
+            found.verifier_image.place(
+                found.verifier_image.workdir or environment.workdir, allowed=("/tests", "/logs")
+            )
+
+
+def _plan(dockerfile: Path, found: TaskCheck) -> ImagePlan | None:
+    try:
+        return read_image_plan(dockerfile)
+    except (OSError, ValueError, IndexError) as exc:
+        found.errors.append(
+            TaskFormatError(dockerfile, "a Dockerfile", got=f"{type(exc).__name__}: {exc}")
+        )
+        return None
 
 
 def _check_script(path: Path, what: str, required: bool, found: TaskCheck) -> None:

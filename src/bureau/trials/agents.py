@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Sandbox
+from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.taskdir import TaskDir
 
 if TYPE_CHECKING:
@@ -61,22 +62,43 @@ class NopAgent(Agent):
 
 
 class OracleAgent(Agent):
-    """Runs the task's `solution/solve.sh` inside the sandbox: every task must score 1."""
+    """Runs the task's `solution/solve.sh` inside the sandbox: every task must score 1.
+
+    As in Harbor, `[solution.env]` is set for solve.sh, and the verifier runs whatever exit
+    code solve.sh returned (it is recorded in the agent's metadata and oracle.txt): a script
+    whose last command fails may still have solved the task.
+    """
 
     name = "oracle"
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         import asyncio
+        import os
 
         solve = ctx.task.solution_dir / "solve.sh"
         if not solve.exists():
             raise BureauSystemError(SystemErrorKind.agent_error, f"{solve} does not exist")
+        table = ctx.task.config.solution.get("env") or {}
+        if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+        ):
+            raise BureauSystemError(
+                SystemErrorKind.agent_error,
+                f"{ctx.task.config_path}: [solution.env] must map names to strings",
+            )
+        try:
+            env = resolve_env_templates(table, dict(os.environ))
+        except KeyError as exc:
+            raise BureauSystemError(
+                SystemErrorKind.agent_error, f"[solution.env] {exc.args[0]}"
+            ) from None
         await asyncio.to_thread(ctx.sandbox.upload, ctx.task.solution_dir, "/solution")
         result = await asyncio.to_thread(
             ctx.sandbox.exec,
             ["bash", "-c", 'exec bash "${BUREAU_SOLUTION_DIR:-/solution}/solve.sh"'],
             timeout_s=ctx.timeout_s,
             phase="solution",
+            env=env,
         )
         (ctx.log_dir / "oracle.txt").write_text(
             f"exit code {result.returncode} in {result.duration_s:.2f} s\n"
@@ -85,12 +107,9 @@ class OracleAgent(Agent):
         )
         if result.timed_out:
             raise TimeoutError(f"solve.sh ran past {ctx.timeout_s:.0f} s")
-        if result.returncode != 0:
-            raise BureauSystemError(
-                SystemErrorKind.agent_error,
-                f"solve.sh exited {result.returncode}: {result.stderr.strip()[-300:]}",
-            )
-        return AgentResult({"solve_seconds": round(result.duration_s, 3)})
+        return AgentResult(
+            {"solve_seconds": round(result.duration_s, 3), "solve_exit_code": result.returncode}
+        )
 
 
 BUILTIN_AGENTS: dict[str, type[Agent]] = {"nop": NopAgent, "oracle": OracleAgent}

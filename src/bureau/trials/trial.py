@@ -9,7 +9,10 @@ system error, never a zero reward.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import os
+import posixpath
 import secrets
 import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Runtime, Sandbox
 from bureau.tasks.errors import RewardFileError
+from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.reward import read_reward
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
@@ -132,6 +136,13 @@ async def run_trial(
             await tools.close()
             tools = None
         with timed(result.verifier):
+            if task.separate_verifier:
+                # Harbor's separate-verifier mode: test.sh runs in a fresh environment of its
+                # own, which gets only the artifacts the agent handed over.
+                agent_sandbox, sandbox = sandbox, None
+                sandbox = await _separate_verifier(
+                    runtime, task, agent_sandbox, trial_dir, config.sandbox_start_timeout_s
+                )
             await _verify(task, sandbox, trial_dir, verifier_timeout, result)
     except BureauSystemError as exc:
         result.fail(exc.kind, exc)
@@ -150,17 +161,69 @@ async def run_trial(
     return result
 
 
-async def _start(runtime: Runtime, task: TaskDir, timeout_s: float) -> Sandbox:
+async def _start(
+    runtime: Runtime, task: TaskDir, timeout_s: float, *, verifier: bool = False
+) -> Sandbox:
+    start = functools.partial(runtime.start, task, timeout_s=timeout_s)
+    if verifier:
+        start = functools.partial(start, verifier=True)
     try:
-        return await asyncio.wait_for(
-            asyncio.to_thread(runtime.start, task, timeout_s=timeout_s), timeout_s * 1.1 + 1
-        )
+        return await asyncio.wait_for(asyncio.to_thread(start), timeout_s * 1.1 + 1)
     except TimeoutError as exc:
         raise BureauSystemError(Kind.sandbox_start_timeout, f"no sandbox in {timeout_s} s") from exc
     except BureauSystemError:
         raise
     except Exception as exc:
         raise BureauSystemError(Kind.sandbox_start_failed, f"{type(exc).__name__}: {exc}") from exc
+
+
+ARTIFACTS_DIR = "/logs/artifacts"
+
+
+def artifact_sources(task: TaskDir) -> list[str]:
+    """Inside paths the agent hands to a separate verifier: Harbor's convention folder, then
+    each `artifacts` entry of task.toml (a path, or a table with a `source`)."""
+    sources = [ARTIFACTS_DIR]
+    declared = (task.config.model_extra or {}).get("artifacts")
+    for entry in declared if isinstance(declared, list) else []:
+        source = entry.get("source") if isinstance(entry, dict) else entry
+        if isinstance(source, str) and source and source not in sources:
+            sources.append(posixpath.join(task.config.environment.workdir, source))
+    return sources
+
+
+async def _separate_verifier(
+    runtime: Runtime, task: TaskDir, agent_sandbox: Sandbox, trial_dir: Path, timeout_s: float
+) -> Sandbox:
+    """Move the artifacts out of the agent's sandbox, stop it, and start the verifier's."""
+    if not runtime.supports_separate_verifier:
+        await asyncio.to_thread(agent_sandbox.stop)
+        raise BureauSystemError(
+            Kind.sandbox_start_failed,
+            f"the {runtime.name} runtime cannot start a separate verifier environment",
+        )
+    staged = trial_dir / "artifacts"
+    kept: list[tuple[str, Path]] = []
+    try:
+        for source in artifact_sources(task):
+            # Kept with the trial as Harbor keeps them: the convention folder's files at the
+            # top, every other entry under its inside path.
+            target = staged if source == ARTIFACTS_DIR else staged / source.lstrip("/")
+            try:
+                await asyncio.to_thread(agent_sandbox.download, source, target)
+            except (FileNotFoundError, BureauSystemError):
+                continue  # not produced, or not a file the sandbox hands out: Harbor skips it
+            kept.append((source, target))
+    finally:
+        await asyncio.to_thread(agent_sandbox.stop)
+    sandbox = await _start(runtime, task, timeout_s, verifier=True)
+    try:
+        for source, copy in kept:
+            await asyncio.to_thread(sandbox.upload, copy, source)
+    except Exception as exc:
+        await asyncio.to_thread(sandbox.stop)
+        raise BureauSystemError(Kind.upload_failed, f"artifacts: {exc}") from exc
+    return sandbox
 
 
 async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
@@ -186,11 +249,16 @@ async def _verify(
         raise BureauSystemError(Kind.upload_failed, f"tests/: {exc}") from exc
     # Paths come from the environment so the same command runs under every runtime
     # (`--isolation none` has no /tests).
+    try:
+        env = resolve_env_templates(task.config.verifier.env, dict(os.environ))
+    except KeyError as exc:
+        raise BureauSystemError(Kind.verifier_error, f"[verifier.env] {exc.args[0]}") from None
     run = await asyncio.to_thread(
         sandbox.exec,
         ["bash", "-c", 'exec bash "${BUREAU_TESTS_DIR:-/tests}/test.sh"'],
         timeout_s=timeout_s,
         phase="verifier",
+        env=env,
     )
     (verifier_dir / "test-stdout.txt").write_text(run.stdout + run.stderr, encoding="utf-8")
     if run.timed_out:
