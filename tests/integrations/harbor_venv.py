@@ -1,4 +1,8 @@
-"""A Python 3.12 virtual environment with Harbor and the bureau core, for the interop test.
+"""A Python 3.12 virtual environment with Harbor and bureau, for the interop test.
+
+bureau comes with its `tools` extra: bureau's tasks promise pandas and numpy in their image
+(environment/Dockerfile), and the local runtime refuses a task whose promised packages the
+sandbox's Python (this venv's, in Harbor) lacks.
 
 Harbor needs Python >= 3.12 while bureau's own venv is 3.11, so the Harbor test runs Harbor in a
 second venv, `.venv-harbor/venv` at the repository root. It is reused while pyproject.toml is
@@ -69,7 +73,7 @@ def find_python312() -> str | None:
 
 def _wanted_stamp(python: str) -> str:
     digest = hashlib.sha256((REPO / "pyproject.toml").read_bytes())
-    digest.update(f"{python}\n{HARBOR_REQUIREMENT}".encode())
+    digest.update(f"{python}\n{HARBOR_REQUIREMENT}\ntools".encode())
     return digest.hexdigest()
 
 
@@ -92,7 +96,7 @@ def ensure_harbor_venv(python: str, *, log: Path | None = None) -> Path:
         with open(log or os.devnull, "w") as output:
             for args in (
                 ["install", "-q", "--upgrade", "pip"],
-                ["install", "-q", HARBOR_REQUIREMENT, "-e", str(REPO)],
+                ["install", "-q", HARBOR_REQUIREMENT, "-e", f"{REPO}[tools]"],
             ):
                 subprocess.run(
                     [str(venv_python()), "-m", "pip", *args],

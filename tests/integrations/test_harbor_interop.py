@@ -177,9 +177,11 @@ def test_environment_features_through_harbor_api(harbor_bin: Path, tmp_path: Pat
     assert "not started" in seen["after_stop"]
 
 
-def bureau_check(task: Path, agent: str, trials_dir: Path) -> subprocess.CompletedProcess[str]:
+def bureau_check(
+    task: Path, agent: str, trials_dir: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
     bureau = Path(sys.executable).parent / "bureau"
-    command = [str(bureau), "tasks", "check", str(task), "--agent", agent]
+    command = [str(bureau), "tasks", "check", str(task), "--agent", agent, *extra]
     return subprocess.run(
         [*command, "--concurrency", "1", "--trials-dir", str(trials_dir)],
         capture_output=True,
@@ -208,3 +210,128 @@ def test_bureau_check_fails_a_broken_harbor_format_task(tmp_path: Path) -> None:
     done = bureau_check(task, "oracle", tmp_path / "oracle")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "1 broken task" in done.stdout and "reward 0.0" in done.stdout, done.stdout
+
+
+# -- every `harbor init` variant, both directions ----------------------------------------------
+
+# variant -> (oracle reward, nop reward) when it runs offline; a string is the refusal's words.
+HARBOR_INIT_OUTCOMES: dict[str, tuple[float | str, float | str]] = {
+    # pytest is installed by tests/Dockerfile (a COPY from the uv image, a pinned pip install):
+    # an image build, refused naming the lines.
+    "separate": ("tests/Dockerfile: line 3", "tests/Dockerfile: line 3"),
+    # test.sh downloads uv from the internet: offline, it can only score 0.
+    "shared": (0.0, 0.0),
+    "steps": ("steps/step-1/tests/Dockerfile: line 3", "steps/step-1/tests/Dockerfile: line 3"),
+    "separate-nopytest": (1.0, 0.0),
+    "shared-nopytest": (1.0, 0.0),
+    "steps-nopytest": (1.0, 0.0),
+}
+# bureau's own runner does not run [[steps]] yet; Harbor does (above), in bureau's sandbox.
+BUREAU_INIT_OUTCOMES = {
+    **HARBOR_INIT_OUTCOMES,
+    "steps": ("[[steps]]", "[[steps]]"),
+    "steps-nopytest": ("[[steps]]", "[[steps]]"),
+}
+
+
+@pytest.fixture(scope="module")
+def init_tasks(harbor_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every `harbor init` variant, scaffolded by Harbor itself and filled in."""
+    from harbor_init_tasks import scaffold
+
+    root = tmp_path_factory.mktemp("harbor-init")
+    scaffold(harbor_bin, root)
+    return root
+
+
+def harbor_job(
+    harbor_bin: Path, path: Path, agent: str, jobs_dir: Path, *extra: str
+) -> dict[str, dict[str, Any]]:
+    """One `harbor run` that must complete even when trials fail; task name -> result."""
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    command = [
+        *(str(harbor_bin / "harbor"), "run", "-p", str(path), "-a", agent, "-e", ENVIRONMENT),
+        *("-o", str(jobs_dir), "--job-name", agent, "-n", "2", "--yes", *extra),
+    ]
+    done = subprocess.run(
+        command, env=env, cwd=jobs_dir, stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=HARBOR_TIMEOUT_S,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+    trials = [json.loads(p.read_text()) for p in (jobs_dir / agent).glob("*/result.json")]
+    return {trial["task_name"].split("/")[-1]: trial for trial in trials}
+
+
+def outcome(trial: dict[str, Any]) -> float | str:
+    """The reward of a Harbor trial, or its error's message (a step's, for multi-step)."""
+    errors = [trial.get("exception_info")]
+    errors += [step.get("exception_info") for step in trial.get("step_results") or []]
+    for error in errors:
+        if error:
+            return str(error["exception_message"])
+    return float(trial["verifier_result"]["rewards"]["reward"])
+
+
+@pytest.mark.parametrize("agent", ["oracle", "nop"])
+def test_harbor_runs_every_init_variant_in_bureau_sandbox(
+    harbor_bin: Path, init_tasks: Path, tmp_path: Path, agent: str
+) -> None:
+    trials = harbor_job(
+        harbor_bin, init_tasks, agent, tmp_path, "--ek", "offline_public_tasks=true"
+    )
+    assert sorted(trials) == sorted(HARBOR_INIT_OUTCOMES)
+    column = 0 if agent == "oracle" else 1
+    for variant, expected in HARBOR_INIT_OUTCOMES.items():
+        got = outcome(trials[variant])
+        print(f"harbor {agent} {variant}: {got}")
+        if isinstance(expected[column], str):
+            assert isinstance(got, str) and str(expected[column]) in got, (variant, got)
+            assert "builds no image" in got and "-e docker" in got, got
+        else:
+            assert got == expected[column], (variant, got)
+    steps = trials["steps-nopytest"]["step_results"]
+    assert [s["verifier_result"]["rewards"]["reward"] for s in steps] == [
+        1.0 if agent == "oracle" else 0.0
+    ] * 2
+
+
+def test_harbor_refuses_a_public_network_task_per_trial_not_per_job(
+    harbor_bin: Path, init_tasks: Path, tmp_path: Path
+) -> None:
+    """Without offline_public_tasks every variant (all ask for a network, Harbor's default)
+    fails on its own, with the advice; the job itself completes."""
+    trials = harbor_job(harbor_bin, init_tasks, "oracle", tmp_path)
+    assert sorted(trials) == sorted(HARBOR_INIT_OUTCOMES)
+    for variant, trial in trials.items():
+        got = outcome(trial)
+        assert isinstance(got, str), (variant, got)
+        if variant not in ("separate", "steps"):  # those name their Dockerfile lines first
+            assert "network_mode='public'" in got and "offline_public_tasks" in got, got
+
+
+@pytest.mark.parametrize("agent", ["oracle", "nop"])
+def test_bureau_checks_every_init_variant(
+    harbor_bin: Path, init_tasks: Path, tmp_path: Path, agent: str
+) -> None:
+    column = 0 if agent == "oracle" else 1
+    for variant, expected in BUREAU_INIT_OUTCOMES.items():
+        trials_dir = tmp_path / variant
+        done = bureau_check(init_tasks / variant, agent, trials_dir, "--offline-public-tasks")
+        out = " ".join((done.stdout + done.stderr).split())
+        print(f"bureau {agent} {variant}: rc {done.returncode}")
+        assert "Traceback" not in out
+        if isinstance(expected[column], str):
+            assert done.returncode == 1 and str(expected[column]) in out, (variant, out)
+            assert not trials_dir.exists() or not list(trials_dir.rglob("result.json"))
+            continue
+        (result,) = trials_dir.rglob("result.json")
+        reward = json.loads(result.read_text())["reward"]
+        assert reward == expected[column], (variant, out)
+        assert done.returncode == (0 if reward == EXPECTED_REWARD[agent] else 1), out
+        assert "runs offline although it asks for a network" in out
+    refused = bureau_check(init_tasks / "shared-nopytest", agent, tmp_path / "refused")
+    out = " ".join(refused.stdout.split())
+    assert refused.returncode == 1 and "--offline-public-tasks" in out, out
+
+
+EXPECTED_REWARD = {"oracle": 1.0, "nop": 0.0}

@@ -118,7 +118,8 @@ ok=1
 [ "$PWD" = "/grader" ] && [ "$GRADER" = "separate" ] && [ -z "$GREETING" ] || ok=0
 [ "$TEAM" = "ops" ] || ok=0
 echo "$ok" > /logs/verifier/reward.txt
-ls -la /app /app/output /logs/artifacts /tests 2>&1; echo "pwd=$PWD grader=$GRADER greeting=$GREETING team=$TEAM"; cat /app/output/result.txt /logs/artifacts/note.txt
+ls -la /app /app/output /logs/artifacts /tests 2>&1
+echo "pwd=$PWD grader=$GRADER greeting=$GREETING team=$TEAM"
 """
 
 

@@ -177,7 +177,8 @@ async def _in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(outcome)
 
-    threading.Thread(target=work, name=f"bureau-harbor-{fn.__name__}", daemon=True).start()
+    name = getattr(fn, "__name__", None) or getattr(getattr(fn, "func", None), "__name__", "call")
+    threading.Thread(target=work, name=f"bureau-harbor-{name}", daemon=True).start()
     return await future
 
 
@@ -356,6 +357,8 @@ class BubblewrapEnvironment(BaseEnvironment):
         self._sandbox = await _in_thread(start)
         # A separate verifier's environment holds its tests from the start: it verifies.
         self._verifying = self._bundled_tests
+        if self._bundled_tests:
+            self._after_upload(TESTS_DIR)  # Harbor's chmod +x cannot touch a read-only /tests
         await self._upload_environment_dir_after_start()
 
     async def stop(self, delete: bool) -> None:

@@ -40,7 +40,7 @@ from bureau.tasks.errors import TaskFormatError
 PLAIN_BASES = ("python", "debian", "ubuntu")
 """Official images whose system the host's read-only system stands in for."""
 
-DOCKER_ADVICE = "use the Docker runtime, --runtime docker"
+DOCKER_ADVICE = "use a runtime that builds images: bureau --runtime docker, Harbor -e docker"
 
 _PIP_COMMANDS = (
     ("pip", "install"),
