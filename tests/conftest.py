@@ -8,13 +8,33 @@ shared temporary folder, and the others wait for it and reuse it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from bureau.records import ToolCallRecord, TrajectoryRecord, TurnRecord
 from fixture_support import shared
+
+HOST_MEMORY_LOCK = Path(tempfile.gettempdir()) / f"bureau-tests-host-memory-{os.getuid()}.lock"
+
+
+@pytest.fixture(autouse=True)
+def _host_memory_turn(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tests marked `host_memory` measure memory of the whole host (/proc/meminfo), which a
+    test on another xdist worker would disturb (a sandbox filling its tmpfs grows Shmem by its
+    storage limit): such a test holds this lock exclusively, every other test shares it."""
+    exclusive = request.node.get_closest_marker("host_memory") is not None
+    with open(HOST_MEMORY_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.
 TINY_SHAPE = {"layers": 2, "hidden": 64, "heads": 2, "kv_heads": 1}

@@ -439,6 +439,7 @@ def _shmem_mib() -> float:
     return int(line.split()[1]) / 1024
 
 
+@pytest.mark.host_memory
 @pytest.mark.parametrize("kind", sorted(ATTACKS))
 def test_shared_memory_of_every_kind_stays_within_the_sandbox(
     sandbox: LocalSandbox, bystander: LocalSandbox, kind: str

@@ -47,7 +47,10 @@ def _reason(result: TrialResult, trials_dir: Path) -> str:
         data = json.loads(grading.read_text())
         failed = [c for c in data.get("results", []) if not c.get("passed")]
         return "; ".join(f"{c.get('id')}: {c.get('reason')}" for c in failed)[:300]
-    return f"reward {result.reward}"
+    # A task with its own verifier (a plain reward.txt): the end of what test.sh printed.
+    output = trials_dir / result.trial_name / "verifier" / "test-stdout.txt"
+    tail = " ".join(output.read_text(errors="replace").split()[-30:]) if output.exists() else ""
+    return f"reward {result.reward}" + (f"; test.sh printed: ...{tail[-200:]}" if tail else "")
 
 
 def load_tasks(

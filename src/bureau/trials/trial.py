@@ -243,8 +243,11 @@ async def _verify(
     task: TaskDir, sandbox: Sandbox, trial_dir: Path, timeout_s: float, result: TrialResult
 ) -> None:
     verifier_dir = trial_dir / "verifier"
+    image = task.verifier_image if task.separate_verifier else None
+    bundled = image is not None and any(copy.target == "/tests" for copy in image.copies)
     try:
-        await asyncio.to_thread(sandbox.upload, task.tests_dir, "/tests")
+        if not bundled:  # a separate verifier's image already holds its tests
+            await asyncio.to_thread(sandbox.upload, task.tests_dir, "/tests")
     except Exception as exc:
         raise BureauSystemError(Kind.upload_failed, f"tests/: {exc}") from exc
     # Paths come from the environment so the same command runs under every runtime

@@ -4,9 +4,10 @@ Layout (Harbor reads it unchanged):
 
     instruction.md            question, answer keys, deliverables, the answer convention
     task.toml                 [task] [metadata] [verifier] [agent] [environment] [solution]
-    environment/Dockerfile    python + document libraries; copies workspace/ to /workspace
+    environment/Dockerfile    python + document libraries (pinned); copies workspace/ to /workspace
     environment/workspace/    the world's files (hard links: one copy per world on disk)
-    tests/test.sh             runs the grader zipapp against /workspace
+    tests/Dockerfile          the separate verifier's image: the same libraries and the tests
+    tests/test.sh             runs the grader zipapp against /workspace (which holds output/)
     tests/rubric.json         criteria and gold answer (never visible to the agent)
     tests/grader.pyz          bureau.grading, self-contained
     solution/solve.sh         runs solve.py, which reads the files (never the rubric)
@@ -47,15 +48,51 @@ directory): one JSON object with exactly the answer keys listed above.
   library has no computed value until a spreadsheet application opens the file.
 """
 
-DOCKERFILE = f"""# Environment of a bureau task: Python with the document libraries an agent needs.
+IMAGE_PACKAGES = (
+    "pydantic", "pdfplumber", "pypdf", "openpyxl", "python-pptx", "python-docx", "pandas", "numpy",
+)  # fmt: skip
+"""The Python packages of a task's images: the document libraries the agent and the grader use."""
+
+
+def image_requirements() -> str:
+    """Each of `IMAGE_PACKAGES` pinned to the version installed where the world is built, the
+    versions its oracle was verified with (`harbor lint` wants exact pins). The local runtime
+    runs a task only where the sandbox's Python has exactly these."""
+    from importlib import metadata
+
+    pins = []
+    for name in IMAGE_PACKAGES:
+        try:
+            pins.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pins.append(name)  # refused by the local runtime and by harbor lint: install it
+    return " \\\n    ".join(pins)
+
+
+def dockerfile() -> str:
+    """The agent's image: Python, the document libraries and the company's files."""
+    return f"""# Environment of a bureau task: Python with the document libraries an agent needs.
 # The workspace files live in workspace/ next to this file.
 FROM python:3.11-slim
-RUN pip install --no-cache-dir "pydantic>=2.8" "pdfplumber>=0.11" "pypdf>=5" "openpyxl>=3.1" \\
-    "python-pptx>=1.0" "python-docx>=1.1" "pandas>=2" "numpy>=1.26"
+RUN pip install --no-cache-dir \\
+    {image_requirements()}
 COPY workspace/ {WORKDIR}/
 RUN mkdir -p {WORKDIR}/output /logs/agent /logs/verifier
 WORKDIR {WORKDIR}
 """
+
+
+def verifier_dockerfile() -> str:
+    """The verifier's own image (Harbor's separate-verifier mode): it gets the agent's output/
+    folder as an artifact, and nothing else the agent wrote."""
+    return f"""# The verifier's environment: the grader's libraries and the tests, not the agent's.
+FROM python:3.11-slim
+RUN pip install --no-cache-dir \\
+    {image_requirements()}
+WORKDIR {WORKDIR}
+COPY . /tests/
+"""
+
 
 TEST_SH = f"""#!/usr/bin/env bash
 # Verifier entry point: grades {ANSWER_FILE} and output/ against rubric.json.
@@ -95,6 +132,8 @@ def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]
     starter = ctx.difficulty == "starter"
     return {
         "schema_version": "1.4",
+        # The separate verifier gets the agent's deliverables and answer, nothing else.
+        "artifacts": [f"{WORKDIR}/{Path(ANSWER_FILE).parent}"],
         "task": {
             "name": f"bureau/{task_id}",
             "description": spec.title,
@@ -110,7 +149,7 @@ def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]
             "difficulty": ctx.difficulty,
             "generator": "bureau.worlds",
         },
-        "verifier": {"timeout_sec": 120.0, "env": {}},
+        "verifier": {"timeout_sec": 120.0, "environment_mode": "separate", "env": {}},
         "agent": {"timeout_sec": 600.0 if starter else 1800.0},
         "environment": {
             "cpus": 1,
@@ -150,7 +189,8 @@ def write_task_dir(
     """`shared` maps 'grader.pyz', 'oracle_lib.py' and 'solve.py' to files to link."""
     write_text(task_dir / "instruction.md", render_instruction(spec))
     write_text(task_dir / "task.toml", tomli_w.dumps(task_toml(task_id, spec, ctx)))
-    write_text(task_dir / "environment" / "Dockerfile", DOCKERFILE)
+    write_text(task_dir / "environment" / "Dockerfile", dockerfile())
+    write_text(task_dir / "tests" / "Dockerfile", verifier_dockerfile())
     for rel in ctx.files:
         link_or_copy(ctx.workspace / rel, task_dir / "environment" / "workspace" / rel)
     criteria = [{"id": f"c{i}", **c} for i, c in enumerate(spec.criteria, start=1)]
