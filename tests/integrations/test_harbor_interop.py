@@ -226,12 +226,8 @@ HARBOR_INIT_OUTCOMES: dict[str, tuple[float | str, float | str]] = {
     "shared-nopytest": (1.0, 0.0),
     "steps-nopytest": (1.0, 0.0),
 }
-# bureau's own runner does not run [[steps]] yet; Harbor does (above), in bureau's sandbox.
-BUREAU_INIT_OUTCOMES = {
-    **HARBOR_INIT_OUTCOMES,
-    "steps": ("[[steps]]", "[[steps]]"),
-    "steps-nopytest": ("[[steps]]", "[[steps]]"),
-}
+# bureau's own runner gives the same outcomes (it runs [[steps]] with the oracle and nop).
+BUREAU_INIT_OUTCOMES = HARBOR_INIT_OUTCOMES
 
 
 @pytest.fixture(scope="module")

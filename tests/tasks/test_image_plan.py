@@ -175,8 +175,12 @@ def test_network_requests_and_steps_are_named(tmp_path: Path) -> None:
     (steps / "task.toml").write_text('[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n')
     multi = load_task_dir(steps)  # no instruction.md of its own: each step has one
     assert [s["name"] for s in multi.steps] == ["one", "two"]
-    (problem,) = runner_problems(multi)
+    assert runner_problems(multi, agent_runs_steps=True) == []
+    (problem,) = runner_problems(multi, agent_runs_steps=False)
     assert "[[steps]]" in str(problem) and "BubblewrapEnvironment" in str(problem)
+    two = multi.for_step("two")
+    assert two.instruction == "Do it.\n" and two.step == "two" and two.steps == []
+    assert two.test_script == steps / "steps" / "two" / "tests" / "test.sh"
     (steps / "steps" / "two" / "instruction.md").unlink()
     with pytest.raises(TaskFormatErrors, match=r"steps/two/instruction\.md"):
         load_task_dir(steps)

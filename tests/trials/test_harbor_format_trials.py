@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,97 @@ def test_a_task_that_asks_for_a_network_is_refused_or_run_offline_when_asked(
     assert "runs offline although it asks for a network" in out
     result = json.loads(next((tmp_path / "trials").rglob("result.json")).read_text())
     assert result["reward"] == 1.0
+
+
+STEPS_TOML = """schema_version = "1.4"
+{extra}
+[task]
+name = "tests/two-steps"
+[[steps]]
+name = "a"
+{min_reward}
+[[steps]]
+name = "b"
+artifacts = ["/app/b.txt"]
+[steps.verifier]
+environment_mode = "separate"
+[agent]
+timeout_sec = 60.0
+[verifier]
+timeout_sec = 60.0
+[environment]
+network_mode = "no-network"
+"""
+STEP_A_TEST = """#!/bin/bash
+ok=0
+[ "$(cat /app/a.txt)" = a ] && [ -f /app/seed.txt ] && [ -f /app/setup-ran.txt ] && ok=1
+echo "{\\"reward\\": $ok, \\"extra\\": 1}" > /logs/verifier/reward.json
+"""
+STEP_B_TEST = """#!/bin/bash
+ok=0
+# a separate verifier: the artifact, and nothing else of the agent's
+[ "$(cat /app/b.txt)" = b ] && [ ! -e /app/a.txt ] && ok=1
+echo $ok > /logs/verifier/reward.txt
+"""
+
+
+def steps_task(root: Path, *, min_reward: bool = False, final: bool = False) -> Path:
+    (root / "environment").mkdir(parents=True)
+    (root / "environment" / "Dockerfile").write_text("FROM ubuntu:24.04\nWORKDIR /app\n")
+    extra = 'multi_step_reward_strategy = "final"' if final else ""
+    threshold = "min_reward = 1.0" if min_reward else ""
+    (root / "task.toml").write_text(STEPS_TOML.format(extra=extra, min_reward=threshold))
+    for name, test in (("a", STEP_A_TEST), ("b", STEP_B_TEST)):
+        step = root / "steps" / name
+        for sub in ("tests", "solution", "workdir"):
+            (step / sub).mkdir(parents=True)
+        (step / "instruction.md").write_text(f"Write {name} to /app/{name}.txt.\n")
+        (step / "solution" / "solve.sh").write_text(f"echo {name} > /app/{name}.txt\n")
+        (step / "tests" / "test.sh").write_text(test)
+    (root / "steps" / "a" / "workdir" / "seed.txt").write_text("seed\n")
+    (root / "steps" / "a" / "workdir" / "setup.sh").write_text("echo ran > /app/setup-ran.txt\n")
+    # Step b's setup needs what the agent made in step a: without it, the step scores 0.
+    (root / "steps" / "b" / "workdir" / "setup.sh").write_text("test -f /app/a.txt\n")
+    (root / "steps" / "b" / "tests" / "Dockerfile").write_text(
+        "FROM python:3.12-slim\nWORKDIR /app\nCOPY . /tests/\n"
+    )
+    return root
+
+
+def step_results_of(done: TrialResult) -> list[dict[str, Any]]:
+    assert done.verifier_result is not None
+    return list(done.verifier_result["step_results"])
+
+
+def step_rewards(done: TrialResult) -> list[dict[str, float]]:
+    return [step["rewards"] for step in step_results_of(done)]
+
+
+def test_a_multi_step_task_runs_step_by_step_in_one_sandbox(tmp_path: Path) -> None:
+    task_dir = steps_task(tmp_path / "task")
+    done = trial(tmp_path, task_dir, "oracle")
+    assert done.exception_info is None, done.exception_info
+    assert step_rewards(done) == [{"reward": 1.0, "extra": 1.0}, {"reward": 1.0}]
+    # Per-key means over the steps; step b has no "extra", which counts 0.
+    assert done.verifier_result is not None
+    assert done.verifier_result["rewards"] == {"extra": 0.5, "reward": 1.0}
+    assert done.reward == 1.0
+    nothing = trial(tmp_path, task_dir, "nop")
+    assert nothing.exception_info is None and nothing.status == "completed"
+    steps = step_results_of(nothing)
+    assert steps[0]["rewards"] == {"reward": 0.0, "extra": 1.0}
+    # nop never wrote a.txt, so step b's setup fails: a 0 for the model, not a system error.
+    assert steps[1]["rewards"] == {"reward": 0.0} and "setup.sh exited 1" in steps[1]["reason"]
+    assert nothing.reward == 0.0
+
+
+def test_a_step_below_its_min_reward_ends_the_trial(tmp_path: Path) -> None:
+    done = trial(tmp_path, steps_task(tmp_path / "task", min_reward=True), "nop")
+    assert step_rewards(done) == [{"reward": 0.0, "extra": 1.0}]
+    assert done.reward == 0.0
+
+
+def test_the_final_strategy_takes_the_last_steps_rewards(tmp_path: Path) -> None:
+    done = trial(tmp_path, steps_task(tmp_path / "task", final=True), "oracle")
+    assert done.verifier_result is not None
+    assert done.verifier_result["rewards"] == {"reward": 1.0}

@@ -82,7 +82,11 @@ def load_tasks(
 
 
 def screen_tasks(
-    tasks: list[TaskDir], *, offline_public_tasks: bool, runtime: str = "local"
+    tasks: list[TaskDir],
+    *,
+    offline_public_tasks: bool,
+    runtime: str = "local",
+    agent_runs_steps: bool = False,
 ) -> tuple[list[TaskDir], list[tuple[TaskDir, list[str]]]]:
     """Split tasks into those the runtime can run and those it cannot (with reasons); print a
     note for every setting it will ignore and every task it runs offline. The docker runtime
@@ -90,7 +94,9 @@ def screen_tasks(
     runnable: list[TaskDir] = []
     refused: list[tuple[TaskDir, list[str]]] = []
     for task in tasks:
-        reasons = [str(problem) for problem in runner_problems(task)]
+        reasons = [
+            str(problem) for problem in runner_problems(task, agent_runs_steps=agent_runs_steps)
+        ]
         if runtime == "local":
             reasons += [str(problem) for problem in task.local_problems]
         network = network_request(task)
@@ -137,7 +143,10 @@ def run_check(
 
     all_tasks = load_tasks(root, max_tasks)
     tasks, refused = screen_tasks(
-        all_tasks, offline_public_tasks=offline_public_tasks, runtime=runtime_name
+        all_tasks,
+        offline_public_tasks=offline_public_tasks,
+        runtime=runtime_name,
+        agent_runs_steps=BUILTIN_AGENTS[agent].supports_steps,
     )
     for task, reasons in refused:
         for reason in reasons:

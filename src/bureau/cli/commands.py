@@ -122,7 +122,7 @@ def run_validate(root: Path, require_solution: bool, *, local: bool = True) -> i
 
 def _local_report(task_dir: Path) -> list[str]:
     """Print notes for what the local runtime ignores; return what it cannot run."""
-    from bureau.tasks.support import ignored_settings, network_request, runner_problems
+    from bureau.tasks.support import ignored_settings, network_request
     from bureau.tasks.taskdir import load_task_dir
 
     task = load_task_dir(task_dir)
@@ -133,8 +133,12 @@ def _local_report(task_dir: Path) -> list[str]:
             f"[yellow]note[/] {escape(str(task.config_path))}: asks for a network "
             f"({escape(network)}); the local runtime refuses it unless told to run it offline"
         )
-    problems = [str(problem) for problem in runner_problems(task)]
-    return problems + [f"{problem} (local runtime)" for problem in task.local_problems]
+    if task.steps:
+        console.print(
+            f"[yellow]note[/] {escape(str(task.config_path))}: a multi-step task: the oracle "
+            "and nop agents and Harbor run it, the model harness does not"
+        )
+    return [f"{problem} (local runtime)" for problem in task.local_problems]
 
 
 def grade(root: Path, mode: AnswerMode, jobs: int) -> CheckSummary:

@@ -21,16 +21,17 @@ NETWORK_ADVICE = (
 )
 
 
-def runner_problems(task: TaskDir) -> list[TaskFormatError]:
-    """What bureau's own trial runner cannot run, whatever the runtime (Harbor can)."""
-    if not task.steps:
+def runner_problems(task: TaskDir, *, agent_runs_steps: bool) -> list[TaskFormatError]:
+    """What bureau's own trial runner cannot run with the given agent, whatever the runtime:
+    a multi-step task, for an agent that runs single episodes (the model harness)."""
+    if not task.steps or agent_runs_steps:
         return []
     return [
         TaskFormatError(
             task.config_path,
-            "a single-step task (bureau's runner does not run [[steps]] yet; Harbor does, "
-            "with bureau's sandbox: harbor run -e bureau.integrations.harbor:"
-            "BubblewrapEnvironment)",
+            "a single-step task (this agent runs one episode per trial; the oracle and nop "
+            "agents run [[steps]], and so does Harbor with bureau's sandbox: harbor run -e "
+            "bureau.integrations.harbor:BubblewrapEnvironment)",
             field="steps",
             got=f"{len(task.steps)} steps",
         )

@@ -11,8 +11,8 @@ Layout::
     <task>/solution/solve.sh       the oracle solution (optional for Harbor, required by bureau)
 
 A multi-step task (`[[steps]]` in task.toml) keeps each step's instruction.md, tests/ and
-solution/ under `steps/<name>/` instead. Harbor runs those; bureau's own runner does not yet
-(`bureau.tasks.support.runner_problems` says so).
+solution/ under `steps/<name>/` instead (a step without tests/ or solution/ uses the task's);
+`for_step` gives the view of one step that the trial runner runs.
 
 The Dockerfile is read, not built (`bureau.tasks.image`): its WORKDIR is the working directory
 when task.toml leaves `[environment].workdir` unset (as Harbor uses the image's), and what the
@@ -26,6 +26,7 @@ it is still worth fixing, since a human running `./tests/test.sh` would trip on 
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,52 @@ class TaskDir:
     warnings: tuple[TaskFormatError, ...] = field(default=(), compare=False)
     image: ImagePlan | None = field(default=None, compare=False)
     verifier_image: ImagePlan | None = field(default=None, compare=False)
+    step: str | None = None
+    """Set on the view of one step of a multi-step task (`for_step`)."""
+    step_settings: dict[str, Any] = field(default_factory=dict, compare=False)
+    """That step's [[steps]] table."""
+    step_images: dict[str, ImagePlan] = field(default_factory=dict, compare=False)
+    """Each step's own separate-verifier image (steps/<name>/tests/Dockerfile)."""
+
+    def for_step(self, name: str) -> TaskDir:
+        """The task as one step of it runs: the step's prompt, tests and solution, and its
+        [steps.agent] / [steps.verifier] settings over the task's (Harbor's precedence; the
+        step's own tests/Dockerfile, else the task's, is its separate verifier's image)."""
+        (table,) = [step for step in self.steps if step.get("name") == name]
+        part = self.path / "steps" / name
+        config = self.config.model_copy(deep=True)
+        agent, verifier = table.get("agent") or {}, table.get("verifier") or {}
+        if isinstance(agent.get("timeout_sec"), int | float):
+            config.agent.timeout_sec = float(agent["timeout_sec"])
+        if isinstance(verifier.get("timeout_sec"), int | float):
+            config.verifier.timeout_sec = float(verifier["timeout_sec"])
+        if isinstance(verifier.get("env"), dict):
+            config.verifier.env = {**config.verifier.env, **verifier["env"]}
+        extra = config.verifier.model_extra
+        if extra is not None:
+            for key in ("environment_mode", "environment"):
+                if key in verifier:
+                    extra[key] = verifier[key]
+        config.__pydantic_extra__ = {**(config.model_extra or {}), "steps": []}
+        if isinstance(table.get("artifacts"), list):
+            config.__pydantic_extra__["artifacts"] = [
+                *((self.config.model_extra or {}).get("artifacts") or []),
+                *table["artifacts"],
+            ]
+        return dataclasses.replace(
+            self,
+            config=config,
+            instruction=(part / INSTRUCTION_FILE).read_text(encoding="utf-8"),
+            step=name,
+            step_settings=table,
+            verifier_image=self.step_images.get(name, self.verifier_image),
+        )
+
+    @property
+    def min_reward(self) -> float | dict[str, float] | None:
+        """A step's threshold: below it, the remaining steps do not run (Harbor's rule)."""
+        value = self.step_settings.get("min_reward")
+        return value if isinstance(value, int | float | dict) else None
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -71,7 +118,7 @@ class TaskDir:
         """What the local runtime cannot provide without building an image (empty: it can);
         each names its Dockerfile and line."""
         problems: list[TaskFormatError] = []
-        for plan in (self.image, self.verifier_image):
+        for plan in (self.image, self.verifier_image, *self.step_images.values()):
             if plan is not None:
                 problems += plan.errors
         return problems
@@ -99,20 +146,30 @@ class TaskDir:
         return self.environment_dir / "workspace"
 
     @property
+    def part_dir(self) -> Path:
+        """Where the prompt, tests/ and solution/ live: the task, or its step's folder."""
+        return self.path / "steps" / self.step if self.step else self.path
+
+    def _part(self, sub: str) -> Path:
+        # A step without a tests/ or solution/ of its own uses the task's (as Harbor does).
+        own = self.part_dir / sub
+        return own if own.is_dir() or self.step is None else self.path / sub
+
+    @property
     def tests_dir(self) -> Path:
-        return self.path / "tests"
+        return self._part("tests")
 
     @property
     def test_script(self) -> Path:
-        return self.path / TEST_SCRIPT
+        return self.tests_dir / "test.sh"
 
     @property
     def solution_dir(self) -> Path:
-        return self.path / "solution"
+        return self._part("solution")
 
     @property
     def solve_script(self) -> Path:
-        return self.path / SOLVE_SCRIPT
+        return self.solution_dir / "solve.sh"
 
 
 def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDir:
@@ -128,6 +185,7 @@ def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDi
         warnings=tuple(inspection.warnings),
         image=inspection.image,
         verifier_image=inspection.verifier_image,
+        step_images=inspection.step_images,
     )
 
 
@@ -166,6 +224,7 @@ class TaskCheck:
     warnings: list[TaskFormatError] = field(default_factory=list)
     image: ImagePlan | None = None
     verifier_image: ImagePlan | None = None
+    step_images: dict[str, ImagePlan] = field(default_factory=dict)
 
 
 def _inspect(root: Path, require_solution: bool) -> TaskCheck:
@@ -211,10 +270,13 @@ def _inspect(root: Path, require_solution: bool) -> TaskCheck:
             )
 
     for part in parts:
-        _check_script(part / TEST_SCRIPT, "the verifier script", True, found)
-        if require_solution or (part / SOLVE_SCRIPT).exists():
+        # A step without tests/ or solution/ of its own uses the task's.
+        tests = part if (part / "tests").is_dir() or part == root else root
+        solution = part if (part / "solution").is_dir() or part == root else root
+        _check_script(tests / TEST_SCRIPT, "the verifier script", True, found)
+        if require_solution or (solution / SOLVE_SCRIPT).exists():
             _check_script(
-                part / SOLVE_SCRIPT, "the oracle solution script", require_solution, found
+                solution / SOLVE_SCRIPT, "the oracle solution script", require_solution, found
             )
     if found.config is not None and not found.errors:
         _read_images(root, found.config, found)
@@ -237,11 +299,24 @@ def _read_images(root: Path, config: TaskConfig, found: TaskCheck) -> None:
     if found.image is not None:
         found.image.place(environment.workdir, allowed=("/logs",))
     if verifier_mode(config) == "separate" and (root / VERIFIER_DOCKERFILE).is_file():
-        found.verifier_image = _plan(root / VERIFIER_DOCKERFILE, found)
-        if found.verifier_image is not None:
-            found.verifier_image.place(
-                found.verifier_image.workdir or environment.workdir, allowed=("/tests", "/logs")
-            )
+        found.verifier_image = _verifier_plan(
+            root / VERIFIER_DOCKERFILE, environment.workdir, found
+        )
+    for step in steps_of(config):
+        name = str(step.get("name"))
+        mode = (step.get("verifier") or {}).get("environment_mode") or verifier_mode(config)
+        dockerfile = root / "steps" / name / VERIFIER_DOCKERFILE
+        if mode == "separate" and dockerfile.is_file():
+            plan = _verifier_plan(dockerfile, environment.workdir, found)
+            if plan is not None:
+                found.step_images[name] = plan
+
+
+def _verifier_plan(dockerfile: Path, workdir: str, found: TaskCheck) -> ImagePlan | None:
+    plan = _plan(dockerfile, found)
+    if plan is not None:
+        plan.place(plan.workdir or workdir, allowed=("/tests", "/logs"))
+    return plan
 
 
 def _plan(dockerfile: Path, found: TaskCheck) -> ImagePlan | None:

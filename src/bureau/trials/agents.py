@@ -41,6 +41,8 @@ class Agent(ABC):
     name: str = "agent"
     version: str = "0"
     uses_tools: bool = False
+    supports_steps: bool = False
+    """Whether it runs multi-step tasks: once per step, on the step's prompt, in one sandbox."""
 
     def tool_groups(self) -> list[str] | None:
         """The tool groups (`bureau.tools.GROUPS` names) its server must hold; None: all.
@@ -56,6 +58,7 @@ class NopAgent(Agent):
     """Does nothing: every task must score 0 with it."""
 
     name = "nop"
+    supports_steps = True
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         return AgentResult()
@@ -70,6 +73,7 @@ class OracleAgent(Agent):
     """
 
     name = "oracle"
+    supports_steps = True
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         import asyncio

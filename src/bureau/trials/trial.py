@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import os
 import posixpath
 import secrets
@@ -19,13 +20,14 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from statistics import fmean
+from typing import TYPE_CHECKING, Any
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Runtime, Sandbox
 from bureau.tasks.errors import RewardFileError
 from bureau.tasks.image import resolve_env_templates
-from bureau.tasks.reward import read_reward
+from bureau.tasks.reward import Reward, read_reward
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 from bureau.trials.result import Timing, TrialResult, kind_of, now, task_checksum
@@ -128,6 +130,9 @@ async def run_trial(
                 tools = await open_tool_link(
                     sandbox, timeout_s=config.tool_server_timeout_s, groups=agent.tool_groups()
                 )
+        if task.steps:
+            sandbox = await _run_steps(task, agent, runtime, sandbox, trial_dir, config, result)
+            return result
         ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools)
         with timed(result.agent_execution):
             outcome = await _run_agent(agent, ctx)
@@ -143,7 +148,8 @@ async def run_trial(
                 sandbox = await _separate_verifier(
                     runtime, task, agent_sandbox, trial_dir, config.sandbox_start_timeout_s
                 )
-            await _verify(task, sandbox, trial_dir, verifier_timeout, result)
+            reward = await _verify(task, sandbox, trial_dir, verifier_timeout)
+            result.reward, result.verifier_result = reward.reward, {"rewards": reward.values}
     except BureauSystemError as exc:
         result.fail(exc.kind, exc)
     except Exception as exc:  # a bug in bureau itself: still a reported, masked trial
@@ -193,9 +199,16 @@ def artifact_sources(task: TaskDir) -> list[str]:
 
 
 async def _separate_verifier(
-    runtime: Runtime, task: TaskDir, agent_sandbox: Sandbox, trial_dir: Path, timeout_s: float
+    runtime: Runtime,
+    task: TaskDir,
+    agent_sandbox: Sandbox,
+    trial_dir: Path,
+    timeout_s: float,
+    *,
+    keep_agent_sandbox: bool = False,
 ) -> Sandbox:
-    """Move the artifacts out of the agent's sandbox, stop it, and start the verifier's."""
+    """Move the artifacts out of the agent's sandbox, stop it (unless a later step still
+    needs it), and start the verifier's."""
     if not runtime.supports_separate_verifier:
         await asyncio.to_thread(agent_sandbox.stop)
         raise BureauSystemError(
@@ -215,7 +228,8 @@ async def _separate_verifier(
                 continue  # not produced, or not a file the sandbox hands out: Harbor skips it
             kept.append((source, target))
     finally:
-        await asyncio.to_thread(agent_sandbox.stop)
+        if not keep_agent_sandbox:
+            await asyncio.to_thread(agent_sandbox.stop)
     sandbox = await _start(runtime, task, timeout_s, verifier=True)
     try:
         for source, copy in kept:
@@ -239,9 +253,7 @@ async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
         raise BureauSystemError(Kind.agent_error, f"{type(exc).__name__}: {exc}") from exc
 
 
-async def _verify(
-    task: TaskDir, sandbox: Sandbox, trial_dir: Path, timeout_s: float, result: TrialResult
-) -> None:
+async def _verify(task: TaskDir, sandbox: Sandbox, trial_dir: Path, timeout_s: float) -> Reward:
     verifier_dir = trial_dir / "verifier"
     image = task.verifier_image if task.separate_verifier else None
     bundled = image is not None and any(copy.target == "/tests" for copy in image.copies)
@@ -275,8 +287,141 @@ async def _verify(
             f"{(run.stderr or run.stdout).strip()[-300:]}",
         )
     try:
-        reward = read_reward(verifier_dir)
+        return read_reward(verifier_dir)
     except RewardFileError as exc:
         raise BureauSystemError(Kind.verifier_error, str(exc)) from exc
-    result.reward = reward.reward
-    result.verifier_result = {"rewards": reward.values}
+
+
+async def _run_steps(
+    task: TaskDir,
+    agent: Agent,
+    runtime: Runtime,
+    sandbox: Sandbox,
+    trial_dir: Path,
+    config: TrialConfig,
+    result: TrialResult,
+) -> Sandbox | None:
+    """A multi-step task, as Harbor runs one: in the same sandbox, each step stages its
+    `workdir/` files (and runs their setup.sh), runs the agent on the step's prompt, and is
+    verified (shared, or in a separate verifier of its own); a step below its `min_reward`
+    ends the trial. The reward is the mean over the verified steps, per key (a key a step
+    did not report counts 0), or the last step's with `multi_step_reward_strategy = "final"`.
+
+    A setup.sh that fails after the first step may have been broken by the agent's own
+    earlier work: that step scores 0 and the trial ends, a model failure like any other.
+    Returns the sandbox still to stop.
+    """
+    if not agent.supports_steps:
+        raise BureauSystemError(
+            Kind.agent_error, f"the {agent.name} agent does not run multi-step tasks"
+        )
+    steps: list[dict[str, Any]] = []
+    names = [str(step["name"]) for step in task.steps]
+    current: Sandbox | None = sandbox
+    for index, name in enumerate(names):
+        part = task.for_step(name)
+        step_dir = trial_dir / "steps" / name
+        for sub in ("agent", "verifier"):
+            (step_dir / sub).mkdir(parents=True, exist_ok=True)
+        record: dict[str, Any] = {"step_name": name}
+        steps.append(record)
+        assert current is not None
+        failure = await _prepare_step(task, name, current, config, first=index == 0)
+        if failure is not None:
+            record["rewards"], record["reason"] = {"reward": 0.0}, failure
+            break
+        timeout = part.config.agent.timeout_sec * config.agent_timeout_multiplier
+        if config.max_agent_timeout_s is not None:
+            timeout = min(timeout, config.max_agent_timeout_s)
+        ctx = AgentContext(part, current, timeout, step_dir / "agent", None)
+        # The trial's agent and verifier timings span all steps: first start to last finish.
+        agent_time, verifier_time = Timing(), Timing()
+        with timed(agent_time):
+            outcome = await _run_agent(agent, ctx)
+        _extend(result.agent_execution, agent_time)
+        record["agent_metadata"] = dict(outcome.metadata)
+        verifier_timeout = part.config.verifier.timeout_sec * config.verifier_timeout_multiplier
+        with timed(verifier_time):
+            if part.separate_verifier:
+                last = index == len(names) - 1
+                verifier = await _separate_verifier(
+                    runtime, part, current, step_dir, config.sandbox_start_timeout_s,
+                    keep_agent_sandbox=not last,
+                )  # fmt: skip
+                current = current if not last else None
+                try:
+                    reward = await _verify(part, verifier, step_dir, verifier_timeout)
+                finally:
+                    await asyncio.to_thread(verifier.stop)
+            else:
+                await _reset_verifier_folders(current)
+                reward = await _verify(part, current, step_dir, verifier_timeout)
+        _extend(result.verifier, verifier_time)
+        record["rewards"] = reward.values
+        threshold = part.min_reward
+        if threshold is not None and _below(reward.values, threshold):
+            record["reason"] = f"below min_reward {threshold}: remaining steps not run"
+            break
+    result.agent_metadata = {"steps": [s.get("agent_metadata", {}) for s in steps]}
+    rewards = _combine_steps([s["rewards"] for s in steps], task.config)
+    result.verifier_result = {"rewards": rewards, "step_results": steps}
+    result.reward = rewards["reward"] if "reward" in rewards else fmean(rewards.values())
+    return current
+
+
+def _extend(total: Timing, part: Timing) -> None:
+    total.started_at = total.started_at or part.started_at
+    total.finished_at = part.finished_at
+
+
+async def _prepare_step(
+    task: TaskDir, name: str, sandbox: Sandbox, config: TrialConfig, *, first: bool
+) -> str | None:
+    """Stage steps/<name>/workdir/ into the workdir and run its setup.sh; the reason when a
+    setup.sh after the first step fails (a failing first one is the task's own defect)."""
+    staged = task.path / "steps" / name / "workdir"
+    if not staged.is_dir():
+        return None
+    try:
+        await asyncio.to_thread(sandbox.upload, staged, sandbox.workdir)
+    except Exception as exc:
+        raise BureauSystemError(Kind.upload_failed, f"steps/{name}/workdir: {exc}") from exc
+    if not (staged / "setup.sh").is_file():
+        return None
+    run = await asyncio.to_thread(
+        sandbox.exec,
+        ["bash", posixpath.join(sandbox.workdir, "setup.sh")],
+        timeout_s=config.sandbox_start_timeout_s,
+        phase="setup",
+    )
+    if run.returncode == 0 and not run.timed_out:
+        return None
+    why = f"steps/{name}/workdir/setup.sh exited {run.returncode}: {run.stderr.strip()[-300:]}"
+    if first:
+        raise BureauSystemError(Kind.sandbox_start_failed, why)
+    return why
+
+
+async def _reset_verifier_folders(sandbox: Sandbox) -> None:
+    """Before a shared verifier of a later step: no tests or rewards of an earlier one."""
+    await asyncio.to_thread(
+        sandbox.exec,
+        ["bash", "-c", "rm -rf /tests/* /tests/.[!.]* /logs/verifier/* /logs/verifier/.[!.]*"],
+        timeout_s=60,
+        phase="full",
+    )
+
+
+def _below(rewards: dict[str, float], threshold: float | dict[str, float]) -> bool:
+    wanted = {"reward": threshold} if isinstance(threshold, int | float) else threshold
+    return any(rewards.get(key, -math.inf) < value for key, value in wanted.items())
+
+
+def _combine_steps(per_step: list[dict[str, float]], task_config: Any) -> dict[str, float]:
+    """Harbor's trial reward of a multi-step task: the per-key mean over the steps (a key a
+    step lacks counts 0), or the last step's rewards with the "final" strategy."""
+    strategy = (task_config.model_extra or {}).get("multi_step_reward_strategy")
+    if strategy == "final":
+        return dict(per_step[-1])
+    keys = sorted({key for rewards in per_step for key in rewards})
+    return {key: fmean(rewards.get(key, 0.0) for rewards in per_step) for key in keys}
