@@ -467,3 +467,96 @@ def test_shared_memory_of_every_kind_stays_within_the_sandbox(
         time.sleep(0.1)
     assert _shmem_mib() - before < 16, kind
     assert_unaffected(bystander)
+
+
+HOG = """
+import os, sys, time
+held = []
+for _ in range(20):  # 200 MiB in 10 MiB steps, each page written
+    held.append(b"x" * (10 << 20))
+    time.sleep(0.05)
+print("held", os.getpid(), flush=True)
+time.sleep(1)
+"""
+
+
+@pytest.mark.host_memory
+def test_many_processes_cannot_sum_past_the_sandbox_memory(
+    tmp_path: Path, make_task: MakeTask
+) -> None:
+    """RLIMIT_AS caps each process at memory_mb; six processes of 200 MiB under a 384 MiB
+    limit would hold 1.2 GiB. The memory watch kills the largest while the sum is over, so
+    one hog at most lives to hold its 200 MiB."""
+    limits = Limits(cpus=1, memory_mb=384, storage_mb=64, max_processes=64, cpu_time_s=60)
+    runtime = LocalRuntime(tmp_path / "mem", limits=limits)
+    sandbox = runtime.start(make_task(), timeout_s=30)
+    bystander = runtime.start(make_task(files={"mine.txt": "bystander\n"}), timeout_s=30)
+    try:
+        script = "cat > /tmp/hog.py <<'EOF'\n" + HOG + "EOF\n"
+        script += "for i in 1 2 3 4 5 6; do python3 /tmp/hog.py & done; wait; echo done"
+        before, peak = _used_mib(), 0.0
+        done: list[ExecResult] = []
+        runner = threading.Thread(target=lambda: done.append(bash(sandbox, script, timeout_s=60)))
+        runner.start()
+        while runner.is_alive():
+            peak = max(peak, _used_mib() - before)
+            time.sleep(0.02)
+        assert done[0].stdout.strip().endswith("done"), done[0]
+        # At most one hog fits under the limit; the others were killed as the sum grew.
+        assert done[0].stdout.count("held") <= 1, done[0]
+        assert done[0].stderr.count("Killed") >= 5 and sandbox.memory_kills >= 5, done[0]
+        # Polled every 0.05 s: the overshoot is what six writers add between two polls.
+        assert peak <= limits.memory_mb + 256, f"the host's used memory grew by {peak:.0f} MiB"
+        assert_unaffected(bystander)
+    finally:
+        sandbox.stop()
+        bystander.stop()
+        runtime.close()
+
+
+def _used_mib() -> float:
+    fields = {
+        line.split(":")[0]: int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+    }
+    return (fields["MemTotal"] - fields["MemAvailable"]) / 1024
+
+
+def test_the_memory_watch_kills_the_largest_until_the_rest_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bureau.sandbox import limits as limits_module
+
+    killed: list[int] = []
+    monkeypatch.setattr(limits_module.os, "kill", lambda pid, sig: killed.append(pid))
+    table = {
+        pid: limits_module.ProcessInfo(ppid=1, uid=0, anon_bytes=mib * MIB)
+        for pid, mib in {10: 80, 11: 50, 12: 10, 13: 5}.items()
+    }
+    told: list[tuple[int, int]] = []
+    watched = limits_module._Watched(
+        100 * MIB, lambda t: {10, 11, 12}, lambda pid, size: told.append((pid, size >> 20))
+    )
+    limits_module.MemoryWatch.enforce(watched, table)  # 140 MiB of 100: the 80 goes
+    assert killed == [10] and told == [(10, 80)]
+    killed.clear()
+    limits_module.MemoryWatch.enforce(
+        limits_module._Watched(30 * MIB, lambda t: {11, 12, 13}, lambda *_: None), table
+    )  # 65 of 30: the 50 goes, then 15 fits
+    assert killed == [11]
+    killed.clear()
+    code = {
+        20: limits_module.ProcessInfo(1, 7, 30 * MIB),
+        21: limits_module.ProcessInfo(1, 5, 60 * MIB),
+    }
+    limits_module.MemoryWatch.enforce(
+        limits_module._Watched(50 * MIB, lambda t: {20, 21}, lambda *_: None, first_uid=7), code
+    )  # the agent's code (uid 7) goes first, though the server (uid 5) is larger
+    assert killed == [20, 21]
+    tree = {
+        1: limits_module.ProcessInfo(0, 0, 0),
+        2: limits_module.ProcessInfo(1, 0, 0),
+        3: limits_module.ProcessInfo(2, 0, 0),
+        4: limits_module.ProcessInfo(1, 0, 0),
+    }
+    assert limits_module.descendants(tree, {2, 99}) == {2, 3}

@@ -162,6 +162,18 @@ def test_ten_gigabytes_are_refused(env: dict[str, Any]) -> None:
     bystander_ok(env)
 
 
+def test_many_memory_hogs_are_killed_and_the_tool_server_lives(env: dict[str, Any]) -> None:
+    """Eight processes of 300 MiB are 2.4 GiB against memory_mb = 1024: the memory watch
+    kills the agent's code (its largest first), never the tool server that ran it, so the
+    trial goes on as the agent's own failure."""
+    hog = "import time; held = [b'x' * (10 << 20) for _ in range(30)]; time.sleep(2)"
+    script = f'for i in $(seq 8); do python3 -c "{hog}" & done; wait; echo finished'
+    out = env["victim"].code("sh", script, timeout_s=30)
+    assert "finished" in out and out.count("Killed") >= 5, out
+    assert "2" in env["victim"].code("py", "print(1 + 1)")  # the same server answers
+    bystander_ok(env)
+
+
 def test_filling_the_disk_stops_at_the_storage_limit(env: dict[str, Any]) -> None:
     code = "dd if=/dev/zero of=big bs=1M count=500; ls -l big; rm -f big"
     out = env["victim"].code("sh", code, timeout_s=20)

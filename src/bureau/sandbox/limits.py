@@ -3,6 +3,7 @@
 | limit | mechanism | scope |
 |---|---|---|
 | memory_mb | RLIMIT_AS (address space) | each process |
+| memory_mb, again | `MemoryWatch`: the anonymous memory of all its processes, polled | sandbox |
 | max_processes | RLIMIT_NPROC of the sandbox's own uid; cgroup `pids.max` if writable | sandbox |
 | cpu_time_s | RLIMIT_CPU | each process |
 | max_file_mb | RLIMIT_FSIZE | each file written |
@@ -13,7 +14,9 @@
 Every sandbox runs as a uid of its own (see `UidLease`), so RLIMIT_NPROC, which the kernel
 counts per uid, is a per-sandbox process limit even without cgroups. The memory cgroup is left
 alone on purpose: the machine's own machinery uses it, so memory is bounded per process
-(address space), not per sandbox. The tmpfs is a hard, instant storage limit (the writer gets
+(address space) by the kernel, and per sandbox by `MemoryWatch`, which sums the anonymous
+memory of the sandbox's processes and kills the largest while the sum is over the limit.
+The tmpfs is a hard, instant storage limit (the writer gets
 ENOSPC) and also caps inodes; its pages live in RAM, which is the price of that precision.
 Without the right to mount, `StorageWatcher` polls the folder's size and kills the sandbox's
 processes when it passes the limit: it can overshoot by what is written between two polls.
@@ -32,6 +35,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bureau.sandbox.base import Limits
@@ -299,3 +303,132 @@ class StorageWatcher:
         self._stop.set()
         if self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    ppid: int
+    uid: int
+    anon_bytes: int  # RssAnon: private anonymous memory, the part RLIMIT_AS cannot sum
+
+
+def process_table() -> dict[int, ProcessInfo]:
+    """Every process of the machine (this pid namespace's view): parent, real uid, RssAnon."""
+    table: dict[int, ProcessInfo] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as status:
+                text = status.read().decode(errors="replace")
+        except OSError:
+            continue  # gone since the listing
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            anon = int(fields.get("RssAnon", "0 kB").split()[0]) * 1024
+            table[int(name)] = ProcessInfo(int(fields["PPid"]), int(fields["Uid"].split()[0]), anon)
+        except (KeyError, ValueError, IndexError):
+            continue  # a kernel thread or a half-gone process
+    return table
+
+
+def descendants(table: dict[int, ProcessInfo], roots: set[int]) -> set[int]:
+    """`roots` (those still alive) and every process below them."""
+    children: dict[int, list[int]] = {}
+    for pid, info in table.items():
+        children.setdefault(info.ppid, []).append(pid)
+    found, stack = set(), [pid for pid in roots if pid in table]
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found.add(pid)
+            stack.extend(children.get(pid, ()))
+    return found
+
+
+@dataclass
+class _Watched:
+    limit_bytes: int
+    select: Callable[[dict[int, ProcessInfo]], set[int]]
+    on_kill: Callable[[int, int], None]
+    first_uid: int | None = None  # killed before any other: the agent's code uid
+
+
+class MemoryWatch:
+    """The sum of a sandbox's anonymous memory, bounded: RLIMIT_AS caps each process at
+    memory_mb, but a sandbox runs up to max_processes of them, and the memory cgroup is not
+    ours to use on this machine. One thread polls the process table for every registered
+    sandbox and, when a sandbox's processes hold more than its limit, kills its largest
+    processes until the rest fit: the agent's memory hog goes first, not its tool server
+    (whose own size RLIMIT_AS already caps). The bound is polled: between two polls a
+    sandbox can overshoot by what it allocates in `interval_s`.
+    """
+
+    _shared: MemoryWatch | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self, interval_s: float = 0.05) -> None:
+        self.interval_s = interval_s
+        self._watched: dict[str, _Watched] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @classmethod
+    def shared(cls) -> MemoryWatch:
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def register(
+        self,
+        key: str,
+        limit_mb: int,
+        select: Callable[[dict[int, ProcessInfo]], set[int]],
+        on_kill: Callable[[int, int], None],
+        first_uid: int | None = None,
+    ) -> None:
+        """Watch the processes `select` picks from the table; `on_kill(pid, bytes)` is told
+        of each process killed. Processes of `first_uid` (the code the agent runs through
+        its tools) go before any other, so that the agent's code, not the tool server that
+        ran it, pays for the memory it took."""
+        with self._lock:
+            self._watched[key] = _Watched(limit_mb * MIB, select, on_kill, first_uid)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="memory-watch", daemon=True)
+                self._thread.start()
+
+    def unregister(self, key: str) -> None:
+        with self._lock:
+            self._watched.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.interval_s)
+            with self._lock:
+                watched = list(self._watched.values())
+                if not watched:
+                    self._thread = None
+                    return
+            table = process_table()
+            for entry in watched:
+                try:
+                    self.enforce(entry, table)
+                except Exception:  # never let one sandbox stop the watch of the others
+                    log.exception("memory watch")
+
+    @staticmethod
+    def enforce(entry: _Watched, table: dict[int, ProcessInfo]) -> None:
+        pids = entry.select(table)
+        total = sum(table[pid].anon_bytes for pid in pids)
+
+        def order(pid: int) -> tuple[bool, int]:
+            return table[pid].uid != entry.first_uid, -table[pid].anon_bytes
+
+        for pid in sorted(pids, key=order):
+            if total <= entry.limit_bytes:
+                return
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                entry.on_kill(pid, table[pid].anon_bytes)
+            total -= table[pid].anon_bytes

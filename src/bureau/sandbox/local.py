@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import os
 import posixpath
@@ -87,8 +88,11 @@ from bureau.sandbox.folder import (
 from bureau.sandbox.limits import (
     CODE_UID_OFFSET,
     Cgroups,
+    MemoryWatch,
+    ProcessInfo,
     StorageWatcher,
     UidLease,
+    descendants,
     ipc_limit_argv,
     kill_uid,
     mount_tmpfs,
@@ -109,6 +113,8 @@ from bureau.sandbox.zygote import Zygote, ZygoteError
 from bureau.tasks.taskdir import TaskDir
 
 __all__ = ["LocalRuntime", "LocalSandbox", "sandbox_python"]
+
+log = logging.getLogger(__name__)
 
 
 # The tool server's capabilities (see `wrap`); its code uid is CODE_UID_OFFSET above the
@@ -245,6 +251,8 @@ class LocalSandbox(Sandbox):
         self._watcher: StorageWatcher | None = None
         self._prefix: list[str] = []
         self._image_env: dict[str, str] = {}
+        self.memory_kills = 0
+        """Processes killed because the sandbox's processes together held over memory_mb."""
 
     def _setup(self, task: TaskDir, deadline: float, verifier: bool = False) -> None:
         self.path.mkdir(mode=0o700)
@@ -274,10 +282,32 @@ class LocalSandbox(Sandbox):
             self._cgroups = Cgroups(self.id, self.limits)
         if not self._mounted:
             self._watcher = StorageWatcher(self.path, self.limits.storage_mb, self._kill_all)
+        MemoryWatch.shared().register(
+            self.id,
+            self.limits.memory_mb,
+            self._own_processes,
+            self._memory_killed,
+            first_uid=self.code_uid if self._lease is not None else None,
+        )
         self._prefix = system_args(self.workdir, self.folder.extra)
         self._image_env = provide_image(self.folder, task, deadline, verifier=verifier)
         if time.monotonic() > deadline:
             raise TimeoutError("copying the workspace took too long")
+
+    def _own_processes(self, table: dict[int, ProcessInfo]) -> set[int]:
+        """This sandbox's processes: those of its two uids, or (sharing the host's uid)
+        everything below the processes it started."""
+        if self._lease is not None:
+            uids = (self.uid, self.code_uid)
+            return {pid for pid, info in table.items() if info.uid in uids}
+        with self._lock:
+            roots = {proc.pid for proc in self._procs}
+        return descendants(table, roots)
+
+    def _memory_killed(self, pid: int, size: int) -> None:
+        self.memory_kills += 1
+        log.info("%s: killed pid %d holding %d MiB (memory_mb %d)", self.id, pid, size >> 20,
+                 self.limits.memory_mb)  # fmt: skip
 
     @property
     def code_uid(self) -> int:
@@ -629,6 +659,7 @@ class LocalSandbox(Sandbox):
         """Kill everything, unmount and remove the folder; each step is safe to repeat."""
         with self._lock:
             self._stopped = True
+            MemoryWatch.shared().unregister(self.id)
             self._kill_all()
             if self._watcher is not None:
                 self._watcher.stop()
