@@ -309,27 +309,34 @@ class StorageWatcher:
 class ProcessInfo:
     ppid: int
     uid: int
-    anon_bytes: int  # RssAnon: private anonymous memory, the part RLIMIT_AS cannot sum
+    anon_bytes: int  # resident, not file-backed or shared: what RLIMIT_AS cannot sum
 
 
-def process_table() -> dict[int, ProcessInfo]:
-    """Every process of the machine (this pid namespace's view): parent, real uid, RssAnon."""
+def process_table(uids: frozenset[int] | None = None) -> dict[int, ProcessInfo]:
+    """Processes of this pid namespace's view: parent, real uid and anonymous resident memory
+    (statm's resident minus shared pages). With `uids`, only processes of those uids: a stat
+    of each /proc entry skips the rest without reading anything."""
     table: dict[int, ProcessInfo] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/status", "rb") as status:
-                text = status.read().decode(errors="replace")
-        except OSError:
+            uid = os.stat(f"/proc/{name}").st_uid
+            if uids is not None and uid not in uids:
+                continue
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+                ppid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{name}/statm", "rb") as statm:
+                fields = statm.read().split()
+        except (OSError, ValueError, IndexError):
             continue  # gone since the listing
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        try:
-            anon = int(fields.get("RssAnon", "0 kB").split()[0]) * 1024
-            table[int(name)] = ProcessInfo(int(fields["PPid"]), int(fields["Uid"].split()[0]), anon)
-        except (KeyError, ValueError, IndexError):
-            continue  # a kernel thread or a half-gone process
+        anon_pages = max(0, int(fields[1]) - int(fields[2]))
+        table[int(name)] = ProcessInfo(ppid, uid, anon_pages * _PAGE)
     return table
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 def descendants(table: dict[int, ProcessInfo], roots: set[int]) -> set[int]:
@@ -352,6 +359,7 @@ class _Watched:
     select: Callable[[dict[int, ProcessInfo]], set[int]]
     on_kill: Callable[[int, int], None]
     first_uid: int | None = None  # killed before any other: the agent's code uid
+    uids: frozenset[int] | None = None  # the uids its processes run as, when known
 
 
 class MemoryWatch:
@@ -387,13 +395,15 @@ class MemoryWatch:
         select: Callable[[dict[int, ProcessInfo]], set[int]],
         on_kill: Callable[[int, int], None],
         first_uid: int | None = None,
+        uids: frozenset[int] | None = None,
     ) -> None:
         """Watch the processes `select` picks from the table; `on_kill(pid, bytes)` is told
         of each process killed. Processes of `first_uid` (the code the agent runs through
         its tools) go before any other, so that the agent's code, not the tool server that
-        ran it, pays for the memory it took."""
+        ran it, pays for the memory it took. `uids`, when every process of the sandbox runs
+        as one of them, lets the poll skip the machine's other processes cheaply."""
         with self._lock:
-            self._watched[key] = _Watched(limit_mb * MIB, select, on_kill, first_uid)
+            self._watched[key] = _Watched(limit_mb * MIB, select, on_kill, first_uid, uids)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="memory-watch", daemon=True)
                 self._thread.start()
@@ -410,7 +420,9 @@ class MemoryWatch:
                 if not watched:
                     self._thread = None
                     return
-            table = process_table()
+            wanted = [entry.uids for entry in watched]
+            everyone = any(uids is None for uids in wanted)
+            table = process_table(None if everyone else frozenset().union(*filter(None, wanted)))
             for entry in watched:
                 try:
                     self.enforce(entry, table)

@@ -288,6 +288,7 @@ class LocalSandbox(Sandbox):
             self._own_processes,
             self._memory_killed,
             first_uid=self.code_uid if self._lease is not None else None,
+            uids=frozenset((self.uid, self.code_uid)) if self._lease is not None else None,
         )
         self._prefix = system_args(self.workdir, self.folder.extra)
         self._image_env = provide_image(self.folder, task, deadline, verifier=verifier)
