@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from bureau.sandbox import get_runtime
+from bureau.sandbox.limits import descendants as process_tree
+from bureau.sandbox.limits import process_table
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.tools import GROUPS
 from bureau.trials.agents import OracleAgent
@@ -204,20 +206,7 @@ def sandbox_processes(root: int) -> list[int]:
 
 def descendants(root: int) -> list[int]:
     """Every live process below `root`."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
+    return sorted(process_tree(process_table(), {root}) - {root})
 
 
 def pss_mib(pids: list[int]) -> float:

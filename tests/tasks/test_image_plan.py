@@ -210,3 +210,17 @@ def test_plan_reads_a_dockerfile_given_directly(tmp_path: Path) -> None:
     plan = read_image_plan(tmp_path / "Dockerfile")
     assert plan.base == "python:3.12" and plan.errors == []
     assert plan.ignored == ["line 3: EXPOSE 80 (ignored: sandboxes have no network)"]
+
+
+def test_training_and_evaluation_refuse_what_cannot_run_as_written(tmp_path: Path) -> None:
+    from bureau.tasks.support import require_runnable
+
+    offline = '[environment]\nnetwork_mode = "no-network"\n'
+    require_runnable(load_task_dir(write_task(tmp_path / "ok", "FROM python:3.12\n", offline)))
+    public = load_task_dir(write_task(tmp_path / "public", "FROM python:3.12\n"))
+    with pytest.raises(TaskFormatErrors, match="network_mode = 'public'"):
+        require_runnable(public)
+    require_runnable(public, offline_public_tasks=True)
+    build = write_task(tmp_path / "build", "FROM python:3.12\nRUN apt-get install -y jq\n", offline)
+    with pytest.raises(TaskFormatErrors, match="line 2"):
+        require_runnable(load_task_dir(build))

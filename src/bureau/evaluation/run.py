@@ -28,6 +28,7 @@ from bureau.evaluation.attempts import attempt_from_trial
 from bureau.evaluation.report import AttemptRow, EvalReport, summarize_attempts
 from bureau.harness.loop import HarnessConfig
 from bureau.tasks.dataset import UNKNOWN, load_dataset
+from bureau.tasks.support import require_runnable
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 
@@ -76,7 +77,8 @@ def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
     """The tasks of a dataset folder (or a single task folder) with their domains.
 
     The domain is task.toml's `[metadata] domain` (bureau's generator writes it), else the
-    manifest's, else "unknown". Raises TaskFormatErrors for a broken dataset or task.
+    manifest's, else "unknown". Raises TaskFormatErrors for a broken dataset or task, or one
+    the local runtime cannot run as written (`bureau.tasks.support.require_runnable`).
     """
     if (root / "task.toml").exists():
         pairs = [(root, UNKNOWN)]
@@ -88,6 +90,7 @@ def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
     tasks = []
     for path, manifest_domain in pairs:
         task = load_task_dir(path)
+        require_runnable(task)
         domain = task.config.metadata.get("domain")
         tasks.append(EvalTask(task, domain if isinstance(domain, str) else manifest_domain))
     return tasks

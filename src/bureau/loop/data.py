@@ -22,12 +22,14 @@ from bureau.loop.rollout import TaskRef
 def load_tasks(root: Path, selection: TaskFilter | None = None) -> list[TaskRef]:
     """The tasks of a dataset folder, filtered, in name order; errors name the broken task."""
     from bureau.tasks.dataset import load_dataset
+    from bureau.tasks.support import require_runnable
 
     dataset = load_dataset(root)
     selection = selection or TaskFilter()
     tasks: list[TaskRef] = []
     for task_id in sorted(dataset.task_ids):
         task = dataset.load_task(task_id)
+        require_runnable(task)
         meta = task.config.metadata
         ref = TaskRef(
             name=task.name,

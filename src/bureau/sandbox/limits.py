@@ -369,14 +369,16 @@ class MemoryWatch:
     sandbox and, when a sandbox's processes hold more than its limit, kills its largest
     processes until the rest fit: the agent's memory hog goes first, not its tool server
     (whose own size RLIMIT_AS already caps). The bound is polled: between two polls a
-    sandbox can overshoot by what it allocates in `interval_s`.
+    sandbox can overshoot by what it allocates in `interval_s` (longer when so many sandboxes
+    run that a poll would take more than `cpu_share` of a core).
     """
 
     _shared: MemoryWatch | None = None
     _shared_lock = threading.Lock()
 
-    def __init__(self, interval_s: float = 0.05) -> None:
+    def __init__(self, interval_s: float = 0.05, cpu_share: float = 0.05) -> None:
         self.interval_s = interval_s
+        self.cpu_share = cpu_share  # a poll that takes longer stretches the interval
         self._watched: dict[str, _Watched] = {}
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -413,8 +415,12 @@ class MemoryWatch:
             self._watched.pop(key, None)
 
     def _run(self) -> None:
+        took = 0.0
         while True:
-            time.sleep(self.interval_s)
+            # Many sandboxes make a poll slower: the interval grows so that the watch keeps
+            # to `cpu_share` of one core (32 sandboxes: 1.6 ms a poll, bench/memory_watch.py).
+            time.sleep(max(self.interval_s, took / self.cpu_share))
+            started = time.perf_counter()
             with self._lock:
                 watched = list(self._watched.values())
                 if not watched:
@@ -428,6 +434,7 @@ class MemoryWatch:
                     self.enforce(entry, table)
                 except Exception:  # never let one sandbox stop the watch of the others
                     log.exception("memory watch")
+            took = time.perf_counter() - started
 
     @staticmethod
     def enforce(entry: _Watched, table: dict[int, ProcessInfo]) -> None:

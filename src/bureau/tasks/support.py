@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bureau.tasks.errors import TaskFormatError
+from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
 from bureau.tasks.taskdir import TaskDir
 
 NETWORK_ADVICE = (
@@ -93,3 +93,17 @@ def ignored_settings(task: TaskDir) -> list[str]:
         if plan is not None:
             notes += [f"{plan.dockerfile}: {line}" for line in plan.ignored]
     return notes
+
+
+def require_runnable(task: TaskDir, *, offline_public_tasks: bool = False) -> None:
+    """For training and evaluation with the model harness on the local runtime: raise
+    TaskFormatErrors naming every reason the task cannot run as its author meant (an image
+    build, a network, several steps), rather than train on a task that can only score 0."""
+    problems = [*runner_problems(task, agent_runs_steps=False), *task.local_problems]
+    network = network_request(task)
+    if network and not offline_public_tasks:
+        problems.append(
+            TaskFormatError(task.config_path, "no network (" + NETWORK_ADVICE + ")", got=network)
+        )
+    if problems:
+        raise TaskFormatErrors(problems)
