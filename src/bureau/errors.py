@@ -40,8 +40,9 @@ class SystemErrorKind(StrEnum):
     agent's: reward 0."""
     verifier_timeout = "verifier_timeout"
     """tests/test.sh ran past its timeout. The verifier runs in its own storage and /tmp with
-    capped answer and office-file sizes, so the agent's files cannot fill or stall it by size;
-    a deliverable that is small but slow to parse is a known gap (masked today)."""
+    capped answer and office-file sizes, and a deliverable that takes more than
+    `bureau.grading.workspace.MAX_OPEN_SECONDS` to open fails its criterion, so the agent's
+    files cannot fill or stall it: the machinery's."""
     verifier_error = "verifier_error"
     """The verifier could not run or its output could not be read. The machinery's (the
     agent's files are read with caps and a malformed deliverable fails its criterion)."""
@@ -57,6 +58,10 @@ class SystemErrorKind(StrEnum):
     harness's token limits, so a long answer ends as a truncation, not a timeout)."""
     engine_unavailable = "engine_unavailable"
     """No engine could be reached (stopped, restarting, not started). The machinery's."""
+    judge_unavailable = "judge_unavailable"
+    """The LLM judge gave no answer after its retries (rate limits, server errors, timeouts,
+    no connection, every key refused). The machinery's. A judge that answers without a valid
+    verdict is not this: the agent's text may have caused it, so the criterion fails."""
     internal_error = "internal_error"
     """A bug in bureau (for example a completed trial without a reward). The machinery's."""
 
