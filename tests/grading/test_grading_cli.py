@@ -84,16 +84,26 @@ def test_bad_rubric_exits_2_without_reward(
     assert "rubric.json: criteria.0.file_exists.path: Field required" in err
 
 
-def test_judge_and_missing_workspace_exit_2(
-    task: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_judge_criteria_leave_requests_and_no_reward(
+    task: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     rubric, workspace, out = task
-    judge = {"id": "c5", "type": "judge", "field": "why", "guidance": "g"}
+    judge = {"id": "c5", "type": "judge", "field": "counterparty", "guidance": "names Initech"}
     rubric.write_text(json.dumps({**RUBRIC, "criteria": [*RUBRIC["criteria"], judge]}))
+    args = ["--rubric", str(rubric), "--out", str(out), "--workspace", str(workspace)]
+    assert main(args) == 0
+    assert not (out / "reward.json").exists()
+    requests = json.loads((out / "judge-requests.json").read_text())
+    assert [(r["id"], r["work"]) for r in requests["requests"]] == [("c5", "Initech")]
+    assert json.loads((out / "grading.json").read_text())["pending"] == ["c5"]
+    assert "1 await the judge (c5)" in capsys.readouterr().out
+
+
+def test_a_missing_workspace_exits_2(
+    task: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rubric, _, out = task
     args = ["--rubric", str(rubric), "--out", str(out)]
-    assert main([*args, "--workspace", str(workspace)]) == 2
-    assert "criterion c5 is an LLM-judge criterion" in capsys.readouterr().err
-    rubric.write_text(json.dumps(RUBRIC))
     assert main([*args, "--workspace", str(tmp_path / "absent")]) == 2
     assert "is not a directory" in capsys.readouterr().err
     assert not (out / "reward.json").exists()

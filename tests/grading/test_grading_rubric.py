@@ -5,7 +5,7 @@ import pytest
 from grading_helpers import make_rubric
 from pydantic import ValidationError
 
-from bureau.grading import JudgeUnavailableError, RubricError, grade, load_rubric
+from bureau.grading import RubricError, grade, load_rubric
 from bureau.grading.rubric import NumericCriterion, XlsxCellCriterion
 
 EXAMPLE = {
@@ -121,14 +121,31 @@ def test_load_rubric_errors_name_file_and_field(tmp_path: Path) -> None:
         load_rubric(tmp_path / "absent.json")
 
 
-def test_judge_criterion_raises_a_clear_error(workspace: Path) -> None:
+def test_judge_criteria_become_requests_for_the_judge(workspace: Path) -> None:
     rubric = make_rubric(
         {"id": "c1", "type": "file_exists", "path": "output/answer.json"},
-        {"id": "c9", "type": "judge", "field": "rationale", "guidance": "cites clause 7"},
-    )
-    with pytest.raises(JudgeUnavailableError) as excinfo:
-        grade(rubric, workspace)
-    assert str(excinfo.value) == (
-        "criterion c9 is an LLM-judge criterion; no judge client is configured "
-        "(bureau.grading supports programmatic criteria only for now)"
-    )
+        {"id": "c8", "type": "judge", "field": "missing", "guidance": "cites clause 7"},
+        {
+            "id": "c9", "type": "judge", "field": "rationale", "guidance": "cites clause 7",
+            "reference": "Clause 7 caps liability at $2.45m.",
+        },
+        {"id": "c10", "type": "judge", "path": "output/memo.md", "guidance": "is a memo"},
+    )  # fmt: skip
+    (workspace / "output" / "answer.json").write_text(json.dumps({"rationale": "Per clause 7."}))
+    (workspace / "output" / "memo.md").write_text("# Memo\nThe cap is $2.45m.\n")
+    report = grade(rubric, workspace)
+    # No answer key: nothing to judge, so it fails here; the others await the judge.
+    assert [(r.id, r.passed) for r in report.results] == [("c1", True), ("c8", False)]
+    assert "no key 'missing'" in report.results[1].reason
+    assert [r["id"] for r in report.pending] == ["c9", "c10"]
+    assert report.pending[0]["work"] == "Per clause 7."
+    assert report.pending[0]["reference"] == "Clause 7 caps liability at $2.45m."
+    assert report.pending[1]["work"].startswith("# Memo")
+    assert report.to_json_dict()["reward"] is None
+
+
+def test_a_judge_criterion_names_one_source() -> None:
+    with pytest.raises(ValidationError, match="exactly one of field"):
+        make_rubric({"id": "c1", "type": "judge", "guidance": "g"})
+    with pytest.raises(ValidationError, match="exactly one of field"):
+        make_rubric({"id": "c1", "type": "judge", "guidance": "g", "field": "a", "path": "b.md"})

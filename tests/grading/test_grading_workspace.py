@@ -170,8 +170,6 @@ def test_a_small_deliverable_that_is_slow_to_parse_fails_in_time(
 ) -> None:
     """Under every size cap, 40,000 cells still take openpyxl a while: past the budget the
     criterion fails (the agent's 0) instead of the verifier timing out (a masked error)."""
-    import time
-
     from openpyxl import Workbook
 
     import bureau.grading.workspace as ws
@@ -181,9 +179,7 @@ def test_a_small_deliverable_that_is_slow_to_parse_fails_in_time(
         book.active.append([f"v{r}-{c}" for c in range(200)])
     book.save(workspace / "output" / "big.xlsx")
     monkeypatch.setattr(ws, "MAX_OPEN_SECONDS", 0.05)
-    started = time.monotonic()
     result = grade_one({"type": "file_exists", "path": "output/big.xlsx"}, NO_ANSWER)
-    assert time.monotonic() - started < 5
     assert (result.passed, result.reason) == (
         False,
         "output/big.xlsx took longer than 0.05 s to read; not graded",

@@ -13,7 +13,6 @@ standard library, pydantic, openpyxl, python-docx, python-pptx and each other.
 from .grader import (
     CriterionResult,
     GradeReport,
-    JudgeUnavailableError,
     format_report,
     grade,
     write_outputs,
@@ -24,7 +23,6 @@ from .zipapp import build_zipapp
 __all__ = [
     "CriterionResult",
     "GradeReport",
-    "JudgeUnavailableError",
     "Rubric",
     "RubricError",
     "build_zipapp",

@@ -1,10 +1,11 @@
 """The verifier entry point: `python -m bureau.grading --rubric R --workspace W --out V`.
 
 A task's `tests/test.sh` runs this (usually from the self-contained `grader.pyz`). Exit status
-0 means grading ran, whatever the score, and `V/reward.json` holds the reward. Exit status 2
-means the verifier itself could not grade (bad rubric, missing workspace, a judge criterion
-with no judge): the message goes to stderr and no reward.json is written, because a verifier
-error must never be recorded as a zero reward.
+0 means grading ran, whatever the score, and `V/reward.json` holds the reward, or, when the
+rubric has judge criteria, `V/judge-requests.json` holds the questions for the judge that the
+trial's runner asks. Exit status 2 means the verifier itself could not grade (bad rubric,
+missing workspace): the message goes to stderr and no reward.json is written, because a
+verifier error must never be recorded as a zero reward.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .grader import JudgeUnavailableError, grade, write_outputs
+from .grader import grade, write_outputs
 from .rubric import RubricError, load_rubric
 
 EXIT_OK = 0
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         rubric = load_rubric(args.rubric)
         report = grade(rubric, args.workspace)
-    except (RubricError, JudgeUnavailableError) as exc:
+    except RubricError as exc:
         return _verifier_error(str(exc))
     except (FileNotFoundError, NotADirectoryError) as exc:
         return _verifier_error(f"workspace {args.workspace} is not a directory: {exc}")

@@ -4,11 +4,15 @@
 anything. Each criterion yields a `CriterionResult` with a short reason; the reward is the
 fraction of criteria that pass. Failures that belong to the agent (a missing key, a corrupt
 workbook, even an unexpected exception while inspecting its file) fail that criterion only.
-Failures that belong to the verifier (an invalid rubric, an LLM-judge criterion with no judge
-configured) raise, so that they can never be recorded as a zero reward.
+Failures that belong to the verifier (an invalid rubric) raise, so that they can never be
+recorded as a zero reward.
+
+LLM-judge criteria are not decided here (the verifier has no network): each becomes a pending
+request (`judged.py`), and the reward waits for whoever runs the trial to ask the judge.
 
 `write_outputs` writes Harbor's `reward.json` (a flat dict of numbers) and a fuller
-`grading.json` with the reasons, and prints a results table for `test-stdout.txt`.
+`grading.json` with the reasons, and prints a results table for `test-stdout.txt`; with judge
+criteria pending it writes `judge-requests.json` instead of reward.json.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .answers import Answers, check_answer, load_answers
 from .documents import check_docx_content
+from .judged import JUDGE_REQUESTS, judge_request
 from .rubric import (
     Criterion,
     DocxContentCriterion,
@@ -45,7 +50,6 @@ from .workspace import Workspace, check_file_exists
 __all__ = [
     "CriterionResult",
     "GradeReport",
-    "JudgeUnavailableError",
     "RubricError",
     "format_report",
     "grade",
@@ -54,10 +58,6 @@ __all__ = [
 ]
 
 GRADING_FORMAT = "bureau-grading/1"
-
-
-class JudgeUnavailableError(RuntimeError):
-    """A rubric needs an LLM judge and none is configured: a verifier error, not a score."""
 
 
 class CriterionResult(BaseModel):
@@ -87,7 +87,9 @@ class GradeReport(BaseModel):
     task_id: str
     """The graded task."""
     results: list[CriterionResult]
-    """One verdict per criterion, in rubric order."""
+    """One verdict per criterion decided here, in rubric order."""
+    pending: list[dict[str, Any]] = Field(default_factory=list)
+    """Judge criteria awaiting a verdict: id, description, question, reference, work."""
 
     @property
     def num_passed(self) -> int:
@@ -111,36 +113,41 @@ class GradeReport(BaseModel):
         return values
 
     def to_json_dict(self) -> dict[str, object]:
-        """grading.json: the verdicts with reasons and the totals; never the gold answers."""
-        return {
+        """grading.json: the verdicts with reasons and the totals; never the gold answers.
+        With judge criteria pending, no reward yet and the pending ids."""
+        data: dict[str, object] = {
             "format": self.format,
             "task_id": self.task_id,
-            "reward": self.reward,
-            "passed": self.passed,
+            "reward": None if self.pending else self.reward,
+            "passed": None if self.pending else self.passed,
             "num_passed": self.num_passed,
-            "num_criteria": len(self.results),
+            "num_criteria": len(self.results) + len(self.pending),
             "results": [result.model_dump() for result in self.results],
         }
+        if self.pending:
+            data["pending"] = [request["id"] for request in self.pending]
+        return data
 
 
 def grade(rubric: Rubric, workspace: Path) -> GradeReport:
     """Check every criterion of `rubric` against the files under `workspace`.
 
-    Reads only; writes nothing. Raises `JudgeUnavailableError` before checking anything if the
-    rubric has a `judge` criterion, since no judge client exists yet, and `FileNotFoundError` /
-    `NotADirectoryError` if `workspace` is not a directory.
+    Reads only; writes nothing. Judge criteria with work to judge become `pending` requests.
+    Raises `FileNotFoundError` / `NotADirectoryError` if `workspace` is not a directory.
     """
-    for criterion in rubric.criteria:
-        if isinstance(criterion, JudgeCriterion):
-            raise JudgeUnavailableError(
-                f"criterion {criterion.id} is an LLM-judge criterion; no judge client is "
-                "configured (bureau.grading supports programmatic criteria only for now)"
-            )
     files = Workspace(workspace)
     answers = load_answers(files, rubric.answer_file)
     results = []
+    pending: list[dict[str, Any]] = []
     for criterion in rubric.criteria:
-        outcome = _check(criterion, files, answers)
+        if isinstance(criterion, JudgeCriterion):
+            request = _judge_request(criterion, files, answers)
+            if isinstance(request, dict):
+                pending.append(request)
+                continue
+            outcome = request
+        else:
+            outcome = _check(criterion, files, answers)
         results.append(
             CriterionResult(
                 id=criterion.id,
@@ -150,7 +157,16 @@ def grade(rubric: Rubric, workspace: Path) -> GradeReport:
                 description=criterion.description,
             )
         )
-    return GradeReport(task_id=rubric.task_id, results=results)
+    return GradeReport(task_id=rubric.task_id, results=results, pending=pending)
+
+
+def _judge_request(
+    criterion: JudgeCriterion, files: Workspace, answers: Answers
+) -> dict[str, Any] | Outcome:
+    try:
+        return judge_request(criterion, files, answers)
+    except Exception as exc:  # the agent's file choked a library: its failure, as in _check
+        return Outcome(False, clip(f"error while reading the work: {type(exc).__name__}: {exc}"))
 
 
 def _check(criterion: Criterion, files: Workspace, answers: Answers) -> Outcome:
@@ -175,10 +191,15 @@ def _check(criterion: Criterion, files: Workspace, answers: Answers) -> Outcome:
 def format_report(report: GradeReport) -> str:
     """A plain-text results table: one line per criterion with its reason below."""
     width = max((len(result.id) for result in report.results), default=2)
-    lines = [
-        f"bureau grading: task {report.task_id}",
-        f"reward {report.reward:.4g} ({report.num_passed}/{len(report.results)} criteria passed)",
-    ]
+    lines = [f"bureau grading: task {report.task_id}"]
+    if report.pending:
+        lines.append(
+            f"{report.num_passed}/{len(report.results)} criteria passed; "
+            f"{len(report.pending)} await the judge ({', '.join(r['id'] for r in report.pending)})"
+        )
+    else:
+        total = len(report.results)
+        lines.append(f"reward {report.reward:.4g} ({report.num_passed}/{total} criteria passed)")
     for result in report.results:
         mark = "PASS" if result.passed else "FAIL"
         header = f"  {mark}  {result.id:<{width}}  {result.type:<12}  {result.description}"
@@ -190,12 +211,18 @@ def format_report(report: GradeReport) -> str:
 def write_outputs(report: GradeReport, verifier_dir: Path, stdout: TextIO | None = None) -> None:
     """Write grading.json and reward.json into `verifier_dir` and print the results table.
 
-    reward.json is written last and atomically, so its presence means grading completed.
+    reward.json is written last and atomically, so its presence means grading completed. With
+    judge criteria pending, judge-requests.json is written instead: no reward until a judge
+    has answered (`bureau.trials.judging`).
     """
     verifier_dir = Path(verifier_dir)
     verifier_dir.mkdir(parents=True, exist_ok=True)
     _write_json(verifier_dir / "grading.json", report.to_json_dict())
-    _write_json(verifier_dir / "reward.json", report.to_reward_values())
+    if report.pending:
+        requests = {"format": "bureau-judge-requests/1", "task_id": report.task_id}
+        _write_json(verifier_dir / JUDGE_REQUESTS, {**requests, "requests": report.pending})
+    else:
+        _write_json(verifier_dir / "reward.json", report.to_reward_values())
     out = stdout if stdout is not None else sys.stdout
     out.write(format_report(report))
     out.flush()

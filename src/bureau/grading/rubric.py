@@ -244,13 +244,27 @@ class PptxContentCriterion(_Criterion):
 
 
 class JudgeCriterion(_Criterion):
-    """Free text in an answer key, to be graded by an LLM judge against `guidance`."""
+    """A question for an LLM judge about the agent's work: the text of an answer key (`field`)
+    or a deliverable rendered to text (`path`: docx, pptx, xlsx or a text file), against a
+    `reference`. The verifier cannot reach a judge (it has no network): it writes the question
+    to judge-requests.json, and whoever runs the trial asks the judge (`bureau.trials.judging`).
+    """
 
     type: Literal["judge"] = "judge"
-    field: str = Field(min_length=1)
-    """Key of the answer object."""
-    guidance: str
-    """What the judge should look for."""
+    field: str | None = Field(default=None, min_length=1)
+    """Key of the answer object whose text is judged."""
+    path: RelativePath | None = None
+    """Workspace-relative path of the deliverable whose text is judged."""
+    guidance: str = Field(min_length=1)
+    """The question: what the judge should look for."""
+    reference: str = ""
+    """What a good answer says, for the judge to compare against."""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> JudgeCriterion:
+        if (self.field is None) == (self.path is None):
+            raise ValueError("set exactly one of field (an answer key) or path (a deliverable)")
+        return self
 
 
 Criterion = Annotated[

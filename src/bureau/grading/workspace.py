@@ -150,16 +150,24 @@ def time_limit(seconds: float) -> Iterator[None]:
         yield
         return
 
+    expired = False
+
     def expire(_signum: int, _frame: object) -> None:
+        nonlocal expired
+        expired = True
         raise ParseTimeout
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # The alarm repeats: an exception raised while the main thread runs a garbage-collector
+    # callback or a __del__ is swallowed by the interpreter, and the next alarm raises again.
+    signal.setitimer(signal.ITIMER_REAL, seconds, min(seconds, 0.1))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if expired:  # every alarm was swallowed, yet the time ran out
+        raise ParseTimeout
 
 
 def _check_zip(relative: str, path: Path) -> None:

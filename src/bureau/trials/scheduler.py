@@ -23,6 +23,7 @@ from bureau.trials.result import TrialResult
 from bureau.trials.trial import TrialConfig, run_trial
 
 if TYPE_CHECKING:
+    from bureau.judge import JudgeClient
     from bureau.trials.pool import WarmPool
 
 
@@ -102,6 +103,7 @@ async def run_trials(
     config: SchedulerConfig | None = None,
     on_result: Callable[[TrialResult], None] | None = None,
     pool: WarmPool | None = None,
+    judge: JudgeClient | None = None,
 ) -> list[TrialResult]:
     """Run one trial per task; results come back in task order."""
     config = config or SchedulerConfig()
@@ -115,7 +117,14 @@ async def run_trials(
     async def one(task: TaskDir) -> TrialResult:
         async with in_flight:
             result = await run_trial(
-                task, make_agent(), runtime, trials_dir, trial_config, start_gate=gate, pool=pool
+                task,
+                make_agent(),
+                runtime,
+                trials_dir,
+                trial_config,
+                start_gate=gate,
+                pool=pool,
+                judge=judge,
             )
         if on_result is not None:
             on_result(result)

@@ -30,9 +30,11 @@ from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.reward import Reward, read_reward
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
+from bureau.trials.judging import JUDGE_REQUESTS, MissingJudge
 from bureau.trials.result import Timing, TrialResult, kind_of, now, task_checksum
 
 if TYPE_CHECKING:  # the MCP SDK is an extra (`tools`); only tool-using trials import it
+    from bureau.judge import JudgeClient
     from bureau.trials.mcp_link import ToolLink
     from bureau.trials.pool import WarmPool
 
@@ -48,6 +50,7 @@ class TrialConfig:
     sandbox_start_timeout_s: float = 120.0
     tool_server_timeout_s: float = 60.0
     max_agent_timeout_s: float | None = None  # a cap, e.g. for smoke runs
+    missing_judge: MissingJudge = "fail"  # judge criteria with no judge: system error, or skip
 
 
 @asynccontextmanager
@@ -82,8 +85,10 @@ async def run_trial(
     *,
     start_gate: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     pool: WarmPool | None = None,
+    judge: JudgeClient | None = None,
 ) -> TrialResult:
-    """Run `agent` on `task` in a fresh sandbox; tool-using agents take warm ones from `pool`."""
+    """Run `agent` on `task` in a fresh sandbox; tool-using agents take warm ones from `pool`;
+    `judge` answers the verifier's questions for LLM-judge criteria (`trials.judging`)."""
     config = config or TrialConfig()
     gate = start_gate or nullcontext_async
     trial_dir = new_trial_dir(trials_dir, task)
@@ -115,6 +120,7 @@ async def run_trial(
     )
     sandbox: Sandbox | None = None
     tools: ToolLink | None = None
+    judging = (judge, config.missing_judge)
     try:
         async with gate():
             with timed(result.environment_setup):
@@ -131,7 +137,9 @@ async def run_trial(
                     sandbox, timeout_s=config.tool_server_timeout_s, groups=agent.tool_groups()
                 )
         if task.steps:
-            sandbox = await _run_steps(task, agent, runtime, sandbox, trial_dir, config, result)
+            sandbox = await _run_steps(
+                task, agent, runtime, sandbox, trial_dir, config, result, judging
+            )
             return result
         ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools)
         with timed(result.agent_execution):
@@ -148,7 +156,7 @@ async def run_trial(
                 sandbox = await _separate_verifier(
                     runtime, task, agent_sandbox, trial_dir, config.sandbox_start_timeout_s
                 )
-            reward = await _verify(task, sandbox, trial_dir, verifier_timeout)
+            reward = await _verify(task, sandbox, trial_dir, verifier_timeout, judging)
             result.reward, result.verifier_result = reward.reward, {"rewards": reward.values}
     except BureauSystemError as exc:
         result.fail(exc.kind, exc)
@@ -253,7 +261,16 @@ async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
         raise BureauSystemError(Kind.agent_error, f"{type(exc).__name__}: {exc}") from exc
 
 
-async def _verify(task: TaskDir, sandbox: Sandbox, trial_dir: Path, timeout_s: float) -> Reward:
+Judging = tuple["JudgeClient | None", MissingJudge]
+
+
+async def _verify(
+    task: TaskDir,
+    sandbox: Sandbox,
+    trial_dir: Path,
+    timeout_s: float,
+    judging: Judging = (None, "fail"),
+) -> Reward:
     verifier_dir = trial_dir / "verifier"
     image = task.verifier_image if task.separate_verifier else None
     bundled = image is not None and any(copy.target == "/tests" for copy in image.copies)
@@ -280,6 +297,11 @@ async def _verify(task: TaskDir, sandbox: Sandbox, trial_dir: Path, timeout_s: f
         raise BureauSystemError(Kind.verifier_timeout, f"test.sh ran past {timeout_s:.0f} s")
     shutil.rmtree(verifier_dir / "logs", ignore_errors=True)
     await asyncio.to_thread(sandbox.download, "/logs/verifier", verifier_dir)
+    rewarded = any((verifier_dir / name).exists() for name in ("reward.json", "reward.txt"))
+    if not rewarded and (verifier_dir / JUDGE_REQUESTS).exists():
+        from bureau.trials.judging import complete_with_judge
+
+        await complete_with_judge(verifier_dir, *judging)
     if not any((verifier_dir / name).exists() for name in ("reward.json", "reward.txt")):
         raise BureauSystemError(
             Kind.reward_file_missing,
@@ -300,6 +322,7 @@ async def _run_steps(
     trial_dir: Path,
     config: TrialConfig,
     result: TrialResult,
+    judging: Judging,
 ) -> Sandbox | None:
     """A multi-step task, as Harbor runs one: in the same sandbox, each step stages its
     `workdir/` files (and runs their setup.sh), runs the agent on the step's prompt, and is
@@ -350,12 +373,12 @@ async def _run_steps(
                 )  # fmt: skip
                 current = current if not last else None
                 try:
-                    reward = await _verify(part, verifier, step_dir, verifier_timeout)
+                    reward = await _verify(part, verifier, step_dir, verifier_timeout, judging)
                 finally:
                     await asyncio.to_thread(verifier.stop)
             else:
                 await _reset_verifier_folders(current)
-                reward = await _verify(part, current, step_dir, verifier_timeout)
+                reward = await _verify(part, current, step_dir, verifier_timeout, judging)
         _extend(result.verifier, verifier_time)
         record["rewards"] = reward.values
         threshold = part.min_reward
