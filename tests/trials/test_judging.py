@@ -133,3 +133,31 @@ def test_without_a_judge_the_run_fails_or_skips_as_chosen(tmp_path: Path, task_d
     skipped = trial(tmp_path / "skip", task_dir, None, missing="skip")
     assert skipped.status == "completed" and skipped.reward == 1.0
     assert grading(tmp_path / "skip")["skipped"] == ["c2"]
+
+
+def test_tasks_check_takes_a_judge_from_a_file(tmp_path: Path, task_dir: Path) -> None:
+    import os
+    import subprocess
+
+    bureau = str(Path(sys.executable).parent / "bureau")
+    check = [bureau, "tasks", "check", str(task_dir), "--agent", "oracle"]
+    env = {**os.environ, "BUREAU_JUDGE_API_KEY": "sk-from-env"}
+    with FaultServer([("verdict", VERDICT_YES)]) as server:
+        settings = tmp_path / "judge.toml"
+        settings.write_text(f'url = "{server.url}"\nmodel = "judge"\ntimeout_s = 5\n')
+        judged = subprocess.run(
+            [*check, "--judge", str(settings), "--trials-dir", str(tmp_path / "judged")],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert [seen.key for seen in server.seen] == ["sk-from-env"]
+    without = subprocess.run(
+        [*check, "--trials-dir", str(tmp_path / "without")], capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert without.returncode == 1 and "judge_unavailable" in without.stdout
+    skipped = subprocess.run(
+        [*check, "--missing-judge", "skip", "--trials-dir", str(tmp_path / "skipped")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert skipped.returncode == 0, skipped.stdout

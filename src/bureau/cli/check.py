@@ -11,6 +11,8 @@ import json
 import statistics
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +37,7 @@ from bureau.trials.trial import TrialConfig
 
 if TYPE_CHECKING:  # the harness needs the `models` extra; oracle and nop checks do not
     from bureau.harness.loop import HarnessConfig
+    from bureau.judge import JudgeClient, JudgeConfig
 
 EXPECTED = {"oracle": 1.0, "nop": 0.0}
 
@@ -51,6 +54,33 @@ def _reason(result: TrialResult, trials_dir: Path) -> str:
     output = trials_dir / result.trial_name / "verifier" / "test-stdout.txt"
     tail = " ".join(output.read_text(errors="replace").split()[-30:]) if output.exists() else ""
     return f"reward {result.reward}" + (f"; test.sh printed: ...{tail[-200:]}" if tail else "")
+
+
+def load_judge_config(path: Path | None) -> JudgeConfig | None:
+    """The judge's settings from a TOML file (`bureau.judge.JudgeConfig`), or None."""
+    if path is None:
+        return None
+    from bureau.cli.options import load_or_exit
+    from bureau.judge import JudgeConfig
+
+    return load_or_exit(JudgeConfig, path, [], lambda s: console.print(s, markup=False))
+
+
+@asynccontextmanager
+async def open_judge(settings: JudgeConfig | None) -> AsyncIterator[JudgeClient | None]:
+    """A judge client for the run (one for every trial, so its rate limits hold), or None."""
+    if settings is None:
+        yield None
+        return
+    from bureau.judge import JudgeClient
+
+    try:
+        client = JudgeClient(settings)
+    except ValueError as exc:  # no key
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from exc
+    async with client:
+        yield client
 
 
 def load_tasks(
@@ -138,6 +168,8 @@ def run_check(
     max_tasks: int | None = None,
     offline_public_tasks: bool = False,
     runtime_name: str = "local",
+    judge_config: Path | None = None,
+    missing_judge: str = "fail",
 ) -> int:
     from bureau.sandbox import get_runtime
 
@@ -165,17 +197,22 @@ def run_check(
     started = time.perf_counter()
     with progress_bar() as progress:
         bar = progress.add_task(f"{agent} trials", total=len(tasks))
-        results = asyncio.run(
-            run_trials(
-                tasks,
-                BUILTIN_AGENTS[agent],
-                runtime,
-                trials_dir,
-                trial_config=TrialConfig(),
-                config=SchedulerConfig(concurrency=concurrency, max_starting=max_starting),
-                on_result=lambda _: progress.advance(bar),
-            )
-        )
+        judge_settings = load_judge_config(judge_config)
+
+        async def run_all() -> list[TrialResult]:
+            async with open_judge(judge_settings) as judge:
+                return await run_trials(
+                    tasks,
+                    BUILTIN_AGENTS[agent],
+                    runtime,
+                    trials_dir,
+                    trial_config=TrialConfig(missing_judge=missing_judge),  # type: ignore[arg-type]
+                    config=SchedulerConfig(concurrency=concurrency, max_starting=max_starting),
+                    on_result=lambda _: progress.advance(bar),
+                    judge=judge,
+                )
+
+        results = asyncio.run(run_all())
     runtime.close()
     seconds = time.perf_counter() - started
     broken = [r for r in results if r.system_error or r.reward != expected]

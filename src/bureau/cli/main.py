@@ -104,6 +104,11 @@ def worlds_build(
     raise typer.Exit(code)
 
 
+class MissingJudgeChoice(StrEnum):
+    fail = "fail"
+    skip = "skip"
+
+
 class RuntimeChoice(StrEnum):
     local = "local"
     docker = "docker"
@@ -176,6 +181,20 @@ def tasks_check(
             "task's image; needs a Docker engine). oracle and nop only."
         ),
     ] = RuntimeChoice.local,
+    judge: Annotated[
+        Path | None,
+        typer.Option(
+            help="A TOML file of judge settings (url, model, key_env or key_file, limits) for "
+            "LLM-judge criteria; keys are read from the environment or key_file."
+        ),
+    ] = None,
+    missing_judge: Annotated[
+        MissingJudgeChoice,
+        typer.Option(
+            help="Judge criteria without --judge: fail (a judge_unavailable system error) or "
+            "skip (grade the task on its other criteria)."
+        ),
+    ] = MissingJudgeChoice.fail,
     offline_public_tasks: Annotated[
         bool,
         typer.Option(
@@ -232,7 +251,8 @@ def tasks_check(
             run_check(
                 dataset, agent.value, concurrency, isolation.value, trials_dir, max_starting,
                 max_tasks=max_tasks, offline_public_tasks=offline_public_tasks,
-                runtime_name=runtime.value,
+                runtime_name=runtime.value, judge_config=judge,
+                missing_judge=missing_judge.value,
             )
         )  # fmt: skip
     from bureau.cli.check import load_tasks, resolve_harness_config
