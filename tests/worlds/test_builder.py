@@ -155,3 +155,38 @@ def test_every_generated_file_opens_with_its_library(small_sets: dict[str, Path]
             open_with_library(path)
             seen_types.add(path.suffix)
     assert seen_types == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}
+
+
+def test_judge_criteria_are_added_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deal memos offer an LLM-judge criterion on the memo's text; a build adds it (and says so
+    in task.toml) only with judge_criteria, and the grader then leaves it to the judge."""
+    import bureau.worlds.builder as builder_module
+    from bureau.grading import grade, load_rubric
+    from bureau.tasks.taskdir import load_task_dir
+
+    monkeypatch.setattr(builder_module, "DOMAINS", ("banking",))
+    found = {}
+    for judged in (False, True):
+        out = tmp_path / str(judged)
+        cfg = BuildConfig("eval", 1, 8, 0, out, files_per_world=20, jobs=1, judge_criteria=judged)
+        build_split(cfg)
+        memos = [
+            p for p in out.iterdir()
+            if (p / "task.toml").exists() and "deal_memo" in (p / "task.toml").read_text()
+        ]  # fmt: skip
+        assert memos, "the seed gives a deal memo"
+        rubric = json.loads((memos[0] / "tests" / "rubric.json").read_text())
+        found[judged] = [c for c in rubric["criteria"] if c["type"] == "judge"]
+        metadata = load_task_dir(memos[0]).config.metadata
+        assert metadata.get("judge_criteria") == (1 if judged else None)
+        if judged:
+            (criterion,) = found[judged]
+            assert criterion["path"].endswith(".docx") and criterion["reference"]
+            empty = tmp_path / "empty"
+            empty.mkdir()
+            report = grade(load_rubric(memos[0] / "tests" / "rubric.json"), empty)
+            assert report.pending == []  # no memo to judge: the criterion fails here
+            assert not next(r for r in report.results if r.type == "judge").passed
+    assert found[False] == []

@@ -116,9 +116,10 @@ def grade_workspace(
     """(reward, passed, reasons of failed criteria) for the answers now in `workspace`."""
     rubric_path = task_dir / "tests" / "rubric.json"
     if rubric_path.exists():
+        # No judge offline: LLM-judge criteria are left out (the reward is over the others).
         report = grade(load_rubric(rubric_path), workspace)
         failed = [f"{r.id}: {r.reason}" for r in report.results if not r.passed]
-        return report.reward, report.passed, failed
+        return report.reward, report.num_passed == len(report.results), failed
     proc = _run_script(task_dir / "tests" / "test.sh", workspace, verifier_dir)
     reward = read_reward(verifier_dir)  # a missing or bad reward file raises: a verifier error
     detail = [] if proc.returncode == 0 else [f"test.sh exited {proc.returncode}"]

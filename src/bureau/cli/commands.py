@@ -38,6 +38,7 @@ def run_build(
     files: int | None,
     jobs: int,
     force: bool,
+    judge_criteria: bool = False,
 ) -> int:
     try:
         cfg = BuildConfig(
@@ -50,6 +51,7 @@ def run_build(
             files_per_world=files,
             jobs=jobs,
             force=force,
+            judge_criteria=judge_criteria,
         )
         report = build(cfg)
     except (ValueError, FileExistsError) as exc:

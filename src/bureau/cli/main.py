@@ -85,6 +85,13 @@ def worlds_build(
     ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
     force: Annotated[bool, typer.Option(help="Replace a non-empty output folder.")] = False,
+    judge_criteria: Annotated[
+        bool,
+        typer.Option(
+            help="Add LLM-judge criteria to the deliverable tasks that offer them; grading "
+            "them needs a judge (`tasks check --judge`), or --missing-judge skip."
+        ),
+    ] = False,
 ) -> None:
     """Build simulated companies in corporate law, consulting and banking, with their tasks."""
     from bureau.cli.commands import run_build
@@ -100,6 +107,7 @@ def worlds_build(
         files=files,
         jobs=jobs,
         force=force,
+        judge_criteria=judge_criteria,
     )
     raise typer.Exit(code)
 

@@ -44,6 +44,8 @@ class BuildConfig:
     files_per_world: int | None = None
     jobs: int = 2
     force: bool = False
+    judge_criteria: bool = False
+    """Add the LLM-judge criteria templates offer (grading them then needs a judge)."""
 
     def __post_init__(self) -> None:
         if self.worlds < 1:
@@ -156,7 +158,7 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
     for j, spec in enumerate(specs):
         task_id = f"{plan.world_id}-t{j:02d}"
         files = {**shared, "solve.py": solve}
-        write_task_dir(cfg.out / task_id, task_id, spec, ctx, files)
+        write_task_dir(cfg.out / task_id, task_id, spec, ctx, files, judged=cfg.judge_criteria)
         probe = spec.pdf_probe
         result.tasks.append(
             {

@@ -56,6 +56,8 @@ class TaskSpec:
     signature: str
     deliverables: dict[str, str] = field(default_factory=dict)  # path -> what it must hold
     pdf_probe: PdfProbe | None = None
+    judged: list[dict[str, Any]] = field(default_factory=list)
+    """LLM-judge criteria the template offers; a build adds them with --judge-criteria."""
 
 
 @dataclass
@@ -147,6 +149,17 @@ def entities(
         "field": field_,
         "expected": expected,
         "mode": mode,
+    }
+
+
+def judge(path: str, guidance: str, reference: str, description: str) -> dict[str, Any]:
+    """An LLM-judge criterion on a deliverable's text (see bureau.grading.judged)."""
+    return {
+        "type": "judge",
+        "description": description,
+        "path": path,
+        "guidance": guidance,
+        "reference": reference,
     }
 
 

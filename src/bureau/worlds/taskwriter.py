@@ -185,15 +185,23 @@ def write_task_dir(
     spec: TaskSpec,
     ctx: WorldContext,
     shared: dict[str, Path],
+    *,
+    judged: bool = False,
 ) -> None:
-    """`shared` maps 'grader.pyz', 'oracle_lib.py' and 'solve.py' to files to link."""
+    """`shared` maps 'grader.pyz', 'oracle_lib.py' and 'solve.py' to files to link; `judged`
+    adds the template's LLM-judge criteria (and says so in task.toml's metadata)."""
+    judge_criteria = spec.judged if judged else []
+    config = task_toml(task_id, spec, ctx)
+    if judge_criteria:
+        config["metadata"]["judge_criteria"] = len(judge_criteria)
     write_text(task_dir / "instruction.md", render_instruction(spec))
-    write_text(task_dir / "task.toml", tomli_w.dumps(task_toml(task_id, spec, ctx)))
+    write_text(task_dir / "task.toml", tomli_w.dumps(config))
     write_text(task_dir / "environment" / "Dockerfile", dockerfile())
     write_text(task_dir / "tests" / "Dockerfile", verifier_dockerfile())
     for rel in ctx.files:
         link_or_copy(ctx.workspace / rel, task_dir / "environment" / "workspace" / rel)
-    criteria = [{"id": f"c{i}", **c} for i, c in enumerate(spec.criteria, start=1)]
+    all_criteria = [*spec.criteria, *judge_criteria]
+    criteria = [{"id": f"c{i}", **c} for i, c in enumerate(all_criteria, start=1)]
     rubric = {
         "format": "bureau-rubric/1",
         "task_id": task_id,

@@ -12,7 +12,7 @@ import statistics
 from typing import Any
 
 from ..fabric import day, long_date, slug
-from ..spec import PdfProbe, TaskSpec, Template, file_exists, numeric, text, xlsx_cell
+from ..spec import PdfProbe, TaskSpec, Template, file_exists, judge, numeric, text, xlsx_cell
 from ..spec import docx_content as docx_has
 from .banking_files import FIGURES, HIST_YEARS, TABS, BankFacts, Offer
 
@@ -595,6 +595,15 @@ def t_memo(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         gold={key: value, "lines": lines},
         oracle={"heading": heading, "kind": kind, "purpose": purpose},
         signature=f"memo:{kind}:{lines[0]}",
+        judged=[
+            judge(
+                path,
+                f"Is this an update memo on Project {f.code} whose figures are the ones in the "
+                "reference?",
+                "; ".join(lines),
+                "A reader of the memo gets the right figures",
+            )
+        ],
     )
 
 

@@ -14,6 +14,7 @@ from ..spec import (
     docx_content,
     entities,
     file_exists,
+    judge,
     numeric,
     text,
     xlsx_cell,
@@ -348,6 +349,16 @@ def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         gold={"notice_days": c.current_notice_days, "notice_deadline": deadline},
         oracle={"counterparty": c.counterparty, "heading": heading},
         signature=f"memo:{c.cid}",
+        judged=[
+            judge(
+                path,
+                "Does the memo concern terminating this agreement, and are the notice period "
+                "and the latest date to serve notice it states the ones in the reference?",
+                f"The {c.kind} with {c.counterparty}: notice period "
+                f"{c.current_notice_days} days (after any amendment); serve notice by {deadline}.",
+                "A reader of the memo gets the right notice period and deadline",
+            )
+        ],
     )
 
 
