@@ -186,3 +186,36 @@ def test_bureau_serve_refuses_a_folder_without_a_model(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "bureau.cli.main", "serve", "--model", str(tmp_path)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "not a Hugging Face checkpoint" in done.stderr
+
+
+def test_chat_completions_answer_the_judge_client(url: str) -> None:
+    """The judge client speaks to the engine's chat endpoint. With random weights the reply is
+    no verdict, which the client reports as such (not as a broken endpoint)."""
+    from bureau.judge import JudgeClient, JudgeConfig, JudgeRequest, VerdictError
+
+    raw = post(url, "/v1/chat/completions", {
+        "model": NAME, "max_tokens": 6, "temperature": 0,
+        "messages": [{"role": "user", "content": "Say hi."}],
+    })  # fmt: skip
+    assert raw.status_code == 200, raw.text
+    body = raw.json()
+    assert body["object"] == "chat.completion" and body["usage"]["completion_tokens"] <= 6
+    assert isinstance(body["choices"][0]["message"]["content"], str)
+    assert post(url, "/v1/chat/completions", {"messages": []}).status_code == 400
+
+    async def ask() -> Any:
+        settings = JudgeConfig(url=f"{url}/v1", model=NAME, max_tokens=16, timeout_s=60,
+                               invalid_verdict_retries=0)  # fmt: skip
+        async with JudgeClient(settings, ["unused"]) as judge:
+            try:
+                outcome: Any = await judge.judge(
+                    JudgeRequest(question="q", reference="r", work="w")
+                )
+            except VerdictError as exc:
+                outcome = exc
+            return outcome, judge.calls
+
+    outcome, calls = asyncio.run(ask())
+    assert [c.status for c in calls] == [200]
+    assert calls[0].outcome in ("ok", "invalid_verdict"), calls
+    assert isinstance(outcome, VerdictError) == (calls[0].outcome == "invalid_verdict")

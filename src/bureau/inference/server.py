@@ -9,6 +9,8 @@ shape, so the harness cannot tell the engines apart:
   (`"token_id:N"`), `finish_reason` (`stop` | `length` | `abort`), and, beyond vLLM,
   `weight_versions` (one per sampled id); the body adds `weight_version`, the engine's version
   when the answer was written.
+- `POST /v1/chat/completions`: OpenAI's chat shape (messages rendered with the checkpoint's
+  chat template, the reply decoded to text), for clients such as the LLM judge.
 - `GET /health` (200 while serving, 503 after a crash), `GET /v1/models`.
 - `POST /pause?mode=abort|keep|wait` (vLLM's default, `abort`), `POST /resume`,
   `GET /is_paused`, `POST /update_weights` with `{"weights_path": DIR, "version": N}`,
@@ -109,6 +111,37 @@ class CompletionRequest(BaseModel):
         return value
 
 
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: str
+
+
+class ChatRequest(BaseModel):
+    """The `/v1/chat/completions` fields the engine honours (for the LLM judge and the like);
+    `response_format` and other OpenAI fields are accepted and ignored: nothing constrains
+    the sampling."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    """The conversation, rendered with the checkpoint's chat template."""
+    model: str | None = None
+    max_tokens: int = Field(default=256, ge=1)
+    temperature: float = Field(default=1.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    seed: int | None = None
+    stream: bool = False
+
+    @field_validator("stream")
+    @classmethod
+    def _no_stream(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("streaming is not supported")
+        return value
+
+
 class UpdateWeightsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -169,6 +202,58 @@ def create_app(engine: InferenceEngine) -> Starlette:
             raise
         return JSONResponse(_completion_body(engine, body, list(results)))
 
+    async def chat(request: Request) -> Response:
+        body = ChatRequest.model_validate(await _json_body(request))
+        if body.model is not None and body.model != name:
+            return _error(
+                404,
+                f"The model `{body.model}` does not exist (this engine serves `{name}`).",
+                "model",
+            )
+        tokenizer = engine.tokenizer
+        if tokenizer is None:
+            return _error(400, "this engine has no tokenizer to render messages", "messages")
+        messages = [m.model_dump() for m in body.messages]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = list(tokenizer.encode(str(text), add_special_tokens=False))
+        params = SamplingParams(
+            max_tokens=body.max_tokens,
+            temperature=body.temperature,
+            top_p=body.top_p,
+            seed=body.seed,
+        )
+        try:
+            engine.check_prompt(prompt, params)
+        except ValueError as exc:
+            raise _BadRequest(str(exc), "messages") from exc
+        future = engine.submit(prompt, params)
+        try:
+            result = await asyncio.wrap_future(future)
+        except BaseException:
+            engine.cancel(future.request_id)
+            raise
+        text = _decode(engine, result.token_ids, True)
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": result.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt),
+                    "completion_tokens": len(result.token_ids),
+                    "total_tokens": len(prompt) + len(result.token_ids),
+                },
+            }
+        )
+
     async def pause(request: Request) -> Response:
         mode = request.query_params.get("mode", "abort")
         if mode not in PAUSE_MODES:
@@ -214,6 +299,7 @@ def create_app(engine: InferenceEngine) -> Starlette:
         Route("/health", _guarded(health), methods=["GET"]),
         Route("/v1/models", _guarded(models), methods=["GET"]),
         Route("/v1/completions", _guarded(completions), methods=["POST"]),
+        Route("/v1/chat/completions", _guarded(chat), methods=["POST"]),
         Route("/pause", _guarded(pause), methods=["POST"]),
         Route("/resume", _guarded(resume), methods=["POST"]),
         Route("/is_paused", _guarded(is_paused), methods=["GET"]),
