@@ -9,6 +9,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,3 +198,56 @@ def test_agent_timeout_comes_from_task_toml_times_multiplier(
     )
     config = json.loads((tmp_path / "trials" / result.trial_name / "config.json").read_text())
     assert config["agent_timeout_s"] == expected
+
+
+def test_machinery_failures_are_retried_from_scratch(tmp_path: Path) -> None:
+    """Two sandboxes that fail to start, then one that works: one completed trial, with the
+    two failed attempts listed (their directories kept) and no turn of theirs in it."""
+    from bureau.trials.retry import RetryPolicy, with_retries
+
+    starts = iter([OSError("bwrap: no room"), OSError("bwrap: no room"), None])
+
+    def flaky() -> Sandbox:
+        if (error := next(starts)) is not None:
+            raise error
+        return ScriptedSandbox(tmp_path, {"reward.txt": "1"}, OK)
+
+    runtime = ScriptedRuntime(flaky)
+    task = make_task(tmp_path)
+    agents: list[Agent] = []
+
+    def attempt() -> Any:
+        agents.append(NopAgent())
+        return run_trial(task, agents[-1], runtime, tmp_path / "trials", TrialConfig())
+
+    result = asyncio.run(with_retries(attempt, RetryPolicy(backoff_s=0.01), tmp_path / "trials"))
+    assert (result.status, result.reward, len(agents)) == ("completed", 1.0, 3)
+    assert [r["status"] for r in result.retried] == ["sandbox_start_failed"] * 2
+    saved = json.loads((tmp_path / "trials" / result.trial_name / "result.json").read_text())
+    assert len(saved["retried"]) == 2
+    assert all((tmp_path / "trials" / r["trial_name"]).is_dir() for r in result.retried)
+
+
+def test_retries_are_bounded_and_the_agents_failures_are_not_retried(tmp_path: Path) -> None:
+    from bureau.trials.retry import RetryPolicy, with_retries
+
+    def never() -> Sandbox:
+        raise OSError("bwrap: no room")
+
+    task = make_task(tmp_path)
+    policy = RetryPolicy(max_retries=2, backoff_s=0.01)
+    failed = asyncio.run(
+        with_retries(
+            lambda: run_trial(task, NopAgent(), ScriptedRuntime(never), tmp_path / "a"), policy
+        )
+    )
+    assert failed.status == "sandbox_start_failed" and len(failed.retried) == 2
+    calls: list[int] = []
+
+    def crash() -> Any:
+        calls.append(1)
+        runtime = scripted(tmp_path / f"b{len(calls)}", {})
+        return run_trial(task, BrokenAgent(), runtime, tmp_path / "b")
+
+    crashed = asyncio.run(with_retries(crash, policy))
+    assert crashed.status == "agent_error" and crashed.retried == [] and len(calls) == 1

@@ -32,6 +32,7 @@ from bureau.tasks.support import (
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import BUILTIN_AGENTS
 from bureau.trials.result import TrialResult
+from bureau.trials.retry import RetryPolicy
 from bureau.trials.scheduler import SchedulerConfig, run_trials
 from bureau.trials.trial import TrialConfig
 
@@ -210,6 +211,7 @@ def run_check(
                     config=SchedulerConfig(concurrency=concurrency, max_starting=max_starting),
                     on_result=lambda _: progress.advance(bar),
                     judge=judge,
+                    retry=RetryPolicy(),
                 )
 
         results = asyncio.run(run_all())

@@ -150,6 +150,7 @@ class RolloutWorker:
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         from bureau.tasks.taskdir import load_task_dir
+        from bureau.trials.retry import RetryPolicy, with_retries
         from bureau.trials.trial import TrialConfig, run_trial
 
         assert self.runtime is not None, "start() the worker first"
@@ -157,8 +158,15 @@ class RolloutWorker:
         trials_dir = Path(self.spec.trials_dir) / request.purpose
         task = load_task_dir(request.task.path)
         config = TrialConfig(max_agent_timeout_s=self.spec.agent_timeout_s)
-        result = await run_trial(
-            task, self._agent(request), self.runtime, trials_dir, config, pool=self.pool
+        runtime = self.runtime
+        # A machinery failure (a sandbox that did not start, an engine that was away) is
+        # retried from scratch with a fresh agent: the record never mixes two attempts.
+        result = await with_retries(
+            lambda: run_trial(
+                task, self._agent(request), runtime, trials_dir, config, pool=self.pool
+            ),
+            RetryPolicy(),
+            trials_dir,
         )
         record = join_record(result, trials_dir, request)
         if not self.spec.keep_trials:

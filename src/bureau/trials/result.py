@@ -79,6 +79,9 @@ class TrialResult(BaseModel):
     agent_execution: Timing = Field(default_factory=Timing)
     verifier: Timing = Field(default_factory=Timing)
     agent_metadata: dict[str, Any] = Field(default_factory=dict)
+    retried: list[dict[str, str]] = Field(default_factory=list)
+    """Earlier attempts at this trial that the machinery failed (`trials.retry`): each one's
+    trial name and status; their directories are kept."""
 
     @property
     def system_error(self) -> bool:

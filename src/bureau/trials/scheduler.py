@@ -20,6 +20,7 @@ from bureau.sandbox.base import Runtime
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent
 from bureau.trials.result import TrialResult
+from bureau.trials.retry import NO_RETRIES, RetryPolicy, with_retries
 from bureau.trials.trial import TrialConfig, run_trial
 
 if TYPE_CHECKING:
@@ -104,8 +105,10 @@ async def run_trials(
     on_result: Callable[[TrialResult], None] | None = None,
     pool: WarmPool | None = None,
     judge: JudgeClient | None = None,
+    retry: RetryPolicy = NO_RETRIES,
 ) -> list[TrialResult]:
-    """Run one trial per task; results come back in task order."""
+    """Run one trial per task, retrying what `retry` says to (`trials.retry`); results come
+    back in task order."""
     config = config or SchedulerConfig()
     loop = asyncio.get_running_loop()
     # Sandbox calls block in threads; the default pool (cpu + 4) would serialize them.
@@ -116,15 +119,19 @@ async def run_trials(
 
     async def one(task: TaskDir) -> TrialResult:
         async with in_flight:
-            result = await run_trial(
-                task,
-                make_agent(),
-                runtime,
+            result = await with_retries(
+                lambda: run_trial(
+                    task,
+                    make_agent(),
+                    runtime,
+                    trials_dir,
+                    trial_config,
+                    start_gate=gate,
+                    pool=pool,
+                    judge=judge,
+                ),
+                retry,
                 trials_dir,
-                trial_config,
-                start_gate=gate,
-                pool=pool,
-                judge=judge,
             )
         if on_result is not None:
             on_result(result)
