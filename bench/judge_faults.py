@@ -52,7 +52,9 @@ def script(calls: int, seed: int) -> list[tuple[str, Any]]:
     return [*steps, ("verdict", VERDICT_YES)]
 
 
-async def run(url: str, verdicts: int, keys: int, rpm: int) -> tuple[int, float, list[CallRecord]]:
+async def run(
+    url: str, verdicts: int, keys: int, rpm: int | None
+) -> tuple[int, float, list[CallRecord]]:
     settings = JudgeConfig(
         url=url, model="judge", timeout_s=1.0, rpm_per_key=rpm, max_concurrency=8,
         backoff_base_s=0.1, backoff_max_s=2.0, max_attempts=8,
@@ -81,6 +83,27 @@ def busiest_minute(calls: list[CallRecord]) -> int:
     return worst
 
 
+def scenario(name: str, steps: list[tuple[str, Any]], verdicts: int, keys: int, rpm: int | None):
+    with FaultServer(steps) as server:
+        started = time.perf_counter()
+        done, mean_s, calls = asyncio.run(run(server.url, verdicts, keys, rpm))
+        wall = time.perf_counter() - started
+    outcomes: dict[str, int] = {}
+    for call in calls:
+        outcomes[call.outcome] = outcomes.get(call.outcome, 0) + 1
+    row = {
+        "verdicts": f"{done}/{verdicts}",
+        "mean_s_per_verdict": round(mean_s, 3),
+        "calls_per_verdict": round(len(calls) / max(done, 1), 2),
+        "busiest_key_minute": busiest_minute(calls),
+        "rpm_limit": rpm,
+        "wall_s": round(wall, 1),
+        "outcomes": outcomes,
+    }
+    print(json.dumps({name: row}), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--verdicts", type=int, default=150)
@@ -88,28 +111,15 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    report: dict[str, Any] = {}
-    for name, steps in (
-        ("faults", script(4 * args.verdicts, args.seed)),
-        ("clean", [("verdict", VERDICT_YES)]),
-    ):
-        with FaultServer(steps) as server:
-            started = time.perf_counter()
-            done, mean_s, calls = asyncio.run(run(server.url, args.verdicts, args.keys, args.rpm))
-            wall = time.perf_counter() - started
-        outcomes: dict[str, int] = {}
-        for call in calls:
-            outcomes[call.outcome] = outcomes.get(call.outcome, 0) + 1
-        report[name] = {
-            "verdicts": f"{done}/{args.verdicts}",
-            "mean_s_per_verdict": round(mean_s, 3),
-            "calls_per_verdict": round(len(calls) / max(done, 1), 2),
-            "busiest_key_minute": busiest_minute(calls),
-            "rpm_limit": args.rpm,
-            "wall_s": round(wall, 1),
-            "outcomes": outcomes,
-        }
-        print(json.dumps({name: report[name]}), flush=True)
+    faults = script(4 * args.verdicts, args.seed)
+    clean = [("verdict", VERDICT_YES)]
+    report: dict[str, Any] = {
+        # Latency: no rate limit, so the difference is what the faults and retries cost.
+        "faults": scenario("faults", faults, args.verdicts, args.keys, None),
+        "clean": scenario("clean", clean, args.verdicts, args.keys, None),
+        # Rate: the same faults under an RPM limit per key, counted per 60 s window.
+        "faults_rpm": scenario("faults_rpm", faults, args.verdicts, args.keys, args.rpm),
+    }
     report["added_s_per_verdict"] = round(
         report["faults"]["mean_s_per_verdict"] - report["clean"]["mean_s_per_verdict"], 3
     )

@@ -8,6 +8,7 @@ of `clock` when it arrived.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -64,6 +65,11 @@ class FaultServer:
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def respond(self, handler: BaseHTTPRequestHandler, kind: str, arg: Any = None) -> None:
+        # The client may give up first (its timeout): then there is no one to answer.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._respond(handler, kind, arg)
+
+    def _respond(self, handler: BaseHTTPRequestHandler, kind: str, arg: Any) -> None:
         def send(status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
             handler.send_response(status)
             handler.send_header("content-type", "application/json")
