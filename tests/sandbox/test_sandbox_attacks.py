@@ -528,7 +528,7 @@ def test_the_memory_watch_kills_the_largest_until_the_rest_fit(
     from bureau.sandbox import limits as limits_module
 
     killed: list[int] = []
-    monkeypatch.setattr(limits_module.os, "kill", lambda pid, sig: killed.append(pid))
+    monkeypatch.setattr(limits_module, "kill_if_same", lambda pid, uid: killed.append(pid) or True)
     table = {
         pid: limits_module.ProcessInfo(ppid=1, uid=0, anon_bytes=mib * MIB)
         for pid, mib in {10: 80, 11: 50, 12: 10, 13: 5}.items()
@@ -560,3 +560,21 @@ def test_the_memory_watch_kills_the_largest_until_the_rest_fit(
         4: limits_module.ProcessInfo(1, 0, 0),
     }
     assert limits_module.descendants(tree, {2, 99}) == {2, 3}
+
+
+def test_the_memory_watch_kills_only_the_process_it_saw() -> None:
+    """A pid whose owner changed since the scan (a reused number) is left alone."""
+    import os
+
+    from bureau.sandbox import limits as limits_module
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not limits_module.kill_if_same(child.pid, os.getuid() + 12345)
+        assert child.poll() is None
+        assert limits_module.kill_if_same(child.pid, os.getuid())
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
+        child.wait()
+    assert not limits_module.kill_if_same(child.pid, os.getuid())  # reaped: gone

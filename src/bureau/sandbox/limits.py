@@ -353,6 +353,25 @@ def descendants(table: dict[int, ProcessInfo], roots: set[int]) -> set[int]:
     return found
 
 
+def kill_if_same(pid: int, uid: int) -> bool:
+    """SIGKILL `pid` only if it is still a process of `uid`. The pid was read from /proc a
+    moment ago: it may have exited since and its number gone to another process (the watch
+    runs as root and must not kill that one). A pidfd pins the number while it is checked."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return False  # gone
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != uid:
+            return False
+        signal.pidfd_send_signal(handle, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
+
+
 @dataclass
 class _Watched:
     limit_bytes: int
@@ -447,7 +466,6 @@ class MemoryWatch:
         for pid in sorted(pids, key=order):
             if total <= entry.limit_bytes:
                 return
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+            if kill_if_same(pid, table[pid].uid):
                 entry.on_kill(pid, table[pid].anon_bytes)
             total -= table[pid].anon_bytes
