@@ -171,14 +171,16 @@ def create_app(engine: InferenceEngine) -> Starlette:
         }
         return JSONResponse({"object": "list", "data": [card]})
 
+    def unknown_model(model: str | None) -> Response | None:
+        if model is None or model == name:
+            return None
+        message = f"The model `{model}` does not exist (this engine serves `{name}`)."
+        return _error(404, message, "model")
+
     async def completions(request: Request) -> Response:
         body = CompletionRequest.model_validate(await _json_body(request))
-        if body.model is not None and body.model != name:
-            return _error(
-                404,
-                f"The model `{body.model}` does not exist (this engine serves `{name}`).",
-                "model",
-            )
+        if (wrong := unknown_model(body.model)) is not None:
+            return wrong
         params = SamplingParams(
             max_tokens=body.max_tokens,
             temperature=body.temperature,
@@ -204,12 +206,8 @@ def create_app(engine: InferenceEngine) -> Starlette:
 
     async def chat(request: Request) -> Response:
         body = ChatRequest.model_validate(await _json_body(request))
-        if body.model is not None and body.model != name:
-            return _error(
-                404,
-                f"The model `{body.model}` does not exist (this engine serves `{name}`).",
-                "model",
-            )
+        if (wrong := unknown_model(body.model)) is not None:
+            return wrong
         tokenizer = engine.tokenizer
         if tokenizer is None:
             return _error(400, "this engine has no tokenizer to render messages", "messages")
