@@ -20,6 +20,7 @@ from bureau.cli.options import SetOverrides
 
 if TYPE_CHECKING:
     from bureau.evaluation.report import EvalReport, GroupReport, MeanEstimate, RateEstimate
+    from bureau.evaluation.run import EvalConfig, EvalRun
 
 
 class EvalEngine(StrEnum):
@@ -68,10 +69,7 @@ def eval_command(
     intervals, and pass@k for k > 1. System errors of the machinery are counted apart and left
     out of the rates; failures of the agent are graded zeros. Exits 1 when nothing was graded.
     """
-    from bureau.cli.commands import console, progress_bar
-    from bureau.config import ConfigError, apply_overrides, read_toml, validate_config
-    from bureau.evaluation.run import EvalConfig, load_eval_tasks, run_eval
-    from bureau.tasks.errors import TaskFormatErrors
+    from bureau.cli.commands import console
 
     flags: dict[str, Any] = {
         "attempts": attempts,
@@ -82,29 +80,131 @@ def eval_command(
         "isolation": isolation.value if isolation else None,
         "seed": seed,
     }
+    config = eval_config(flags, harness_config, set_)
+    out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = run_with_progress(dataset, model, config, out, "eval trials")
+    print_report(run.report)
+    console.print(f"{run.out / 'eval.json'} written in {run.wall_time_s:.1f} s")
+    raise typer.Exit(0 if run.report.overall.graded else 1)
+
+
+def eval_config(
+    flags: dict[str, Any], harness_config: Path | None, overrides: list[str] | None
+) -> EvalConfig:
+    """The run's settings: the harness table of the TOML file, the flags given, then the
+    `--set` overrides; a bad one is an `error:` line and exit 2."""
+    from bureau.cli.commands import console
+    from bureau.config import ConfigError, apply_overrides, read_toml, validate_config
+    from bureau.evaluation.run import EvalConfig
+
     try:
         tree: dict[str, Any] = {"harness": read_toml(harness_config)} if harness_config else {}
         tree.update({key: value for key, value in flags.items() if value is not None})
         source = str(harness_config) if harness_config else "eval settings"
-        config = validate_config(EvalConfig, apply_overrides(tree, set_ or []), source)
+        config = validate_config(EvalConfig, apply_overrides(tree, overrides or []), source)
     except ConfigError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     if config.engine == "url" and not config.engine_urls:
         raise typer.BadParameter("--engine url needs --engine-url", param_hint="--engine-url")
+    return config
+
+
+def run_with_progress(
+    dataset: Path, model: Path, config: EvalConfig, out: Path, label: str
+) -> EvalRun:
+    """Every task of `dataset` (`config.attempts` each) through the harness, with a bar."""
+    from bureau.cli.commands import console, progress_bar
+    from bureau.evaluation.run import load_eval_tasks, run_eval
+    from bureau.tasks.errors import TaskFormatErrors
+
     try:
         tasks = load_eval_tasks(dataset, config.max_tasks)
     except TaskFormatErrors as exc:
         for error in exc.errors:
             console.print(f"[red]error:[/] {error}")
         raise typer.Exit(2) from exc
-    out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
     with progress_bar() as progress:
-        bar = progress.add_task("eval trials", total=len(tasks) * config.attempts)
-        run = run_eval(dataset, tasks, model, config, out, on_result=lambda: progress.advance(bar))
-    print_report(run.report)
-    console.print(f"{run.out / 'eval.json'} written in {run.wall_time_s:.1f} s")
-    raise typer.Exit(0 if run.report.overall.graded else 1)
+        bar = progress.add_task(label, total=len(tasks) * config.attempts)
+        return run_eval(dataset, tasks, model, config, out, on_result=lambda: progress.advance(bar))
+
+
+def preeval_command(
+    dataset: Annotated[Path, typer.Argument(help="The training dataset (or one task folder).")],
+    model: Annotated[Path, typer.Option(help="The untrained policy: a checkpoint folder.")],
+    concurrency: Annotated[
+        int, typer.Option(min=1, help="Trials in flight: the training run's concurrency.")
+    ] = 8,
+    max_system_error_rate: Annotated[
+        float,
+        typer.Option(min=0, max=1, help="The gate: system errors at most this share of trials."),
+    ] = 0.005,
+    engine: Annotated[
+        EvalEngine | None,
+        typer.Option(help="builtin (bureau serve), vllm (.venv-vllm) or url (default builtin)."),
+    ] = None,
+    engine_url: Annotated[
+        list[str] | None, typer.Option(help="With --engine url: a running server; repeatable.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default runs/preeval-<time>).")
+    ] = None,
+    max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
+    harness_config: Annotated[
+        Path | None,
+        typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
+    ] = None,
+    set_: SetOverrides = None,
+) -> None:
+    """Run a policy over a whole dataset at training concurrency and classify every trial.
+
+    Completed (with reward), model failures (graded 0s) and system errors by kind, with rates
+    and example trial folders, go to the terminal and preeval.json. Exits 1 when the share of
+    system errors is above --max-system-error-rate: fix the machinery before training.
+    """
+    from bureau.cli.commands import console
+    from bureau.evaluation.preeval import gate_passes, load_results, taxonomy, write_preeval
+
+    flags: dict[str, Any] = {
+        "concurrency": concurrency,
+        "engine": engine.value if engine else None,
+        "engine_urls": engine_url,
+        "max_tasks": max_tasks,
+    }
+    config = eval_config(flags, harness_config, set_)
+    out = out or Path("runs") / f"preeval-{time.strftime('%Y%m%d-%H%M%S')}"
+    run = run_with_progress(dataset, model, config, out, "pre-evaluation trials")
+    found = taxonomy(load_results(out / "trials"))
+    path = write_preeval(out, found, max_system_error_rate)
+    print_taxonomy(found, max_system_error_rate)
+    console.print(f"{path} written in {run.wall_time_s:.1f} s")
+    raise typer.Exit(0 if gate_passes(found, max_system_error_rate) else 1)
+
+
+def print_taxonomy(found: dict[str, Any], max_rate: float) -> None:
+    from rich.table import Table
+
+    from bureau.cli.commands import console
+
+    table = Table(title=f"pre-evaluation: {found['trials']} trials")
+    for column in ("outcome", "count", "rate", "examples"):
+        table.add_column(column)
+    total = max(found["trials"], 1)
+    done = found["completed"]
+    table.add_row(
+        f"completed (mean reward {done['mean_reward']})", str(done["count"]),
+        f"{done['count'] / total:.1%}", "",
+    )  # fmt: skip
+    for kind, count in found["model_failures"].items():
+        table.add_row(f"model: {kind}", str(count), f"{count / total:.1%}", "")
+    for kind, row in found["system_errors"].items():
+        table.add_row(
+            f"system: {kind}", str(row["count"]), f"{row['rate']:.1%}", ", ".join(row["examples"])
+        )
+    console.print(table)
+    rate = found["system_error_rate"]
+    verdict = "[green]passes[/]" if rate <= max_rate and found["trials"] else "[red]fails[/]"
+    console.print(f"system errors {rate:.2%} of trials; the gate ({max_rate:.2%}) {verdict}")
 
 
 def print_report(report: EvalReport) -> None:
