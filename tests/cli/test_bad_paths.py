@@ -19,6 +19,8 @@ COMMANDS = {
     "tasks grade": ["tasks", "grade", MISSING, "--answers", "oracle"],
     "tasks check": ["tasks", "check", MISSING, "--agent", "oracle"],
     "eval": ["eval", MISSING, "--model", MISSING],
+    "eval (model)": ["eval", "{tmp}", "--model", MISSING],
+    "preeval": ["preeval", MISSING, "--model", MISSING],
     "train": ["train", "--config", f"{MISSING}.toml"],
     "train-offline": ["train-offline", "--trajectories", MISSING, "--model", MISSING,
                       "--steps", "1"],

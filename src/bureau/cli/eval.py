@@ -118,6 +118,12 @@ def run_with_progress(
     from bureau.evaluation.run import load_eval_tasks, run_eval
     from bureau.tasks.errors import TaskFormatErrors
 
+    if not (model / "config.json").is_file():
+        got = "a folder without config.json" if model.is_dir() else "no such folder"
+        console.print(
+            f"error: {model}: expected a checkpoint folder (config.json), got {got}", markup=False
+        )
+        raise typer.Exit(2)
     try:
         tasks = load_eval_tasks(dataset, config.max_tasks)
     except TaskFormatErrors as exc:
