@@ -326,10 +326,17 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+SWEEP_S = 10.0
+
+
 def _sweep(known_children: set[int], uid: int | None) -> None:
     """Kill what the run left: new children of ours (re-parented orphans) and their trees."""
     me = os.getpid()
-    for _ in range(100):
+    # Until nothing is left, for a few seconds at most: a fork bomb on a loaded machine can
+    # outlast any fixed number of passes, and what it leaves would hold the code uid's process
+    # limit for every later run.
+    deadline = time.monotonic() + SWEEP_S
+    while time.monotonic() < deadline:
         table = list(_proc_table())
         doomed = {p for p, ppid, _, _ in table if ppid == me and p not in known_children}
         grew = True
