@@ -144,6 +144,32 @@ def test_a_separate_verifier_sees_only_the_artifacts(tmp_path: Path) -> None:
     assert nothing.exception_info is None and nothing.reward == 0.0
 
 
+def test_an_artifact_that_cannot_be_placed_is_the_agents_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verifier grades without it (reward 0 here), rather than the trial becoming a
+    masked upload failure the agent could bring about on purpose."""
+    from bureau.errors import BureauSystemError, SystemErrorKind
+    from bureau.sandbox.local import LocalSandbox
+
+    task_dir = harbor_task(tmp_path / "task")
+    (task_dir / "task.toml").write_text(SEPARATE_TOML)
+    (task_dir / "tests" / "Dockerfile").write_text(VERIFIER_DOCKERFILE)
+    (task_dir / "tests" / "test.sh").write_text(SEPARATE_TEST_SH)
+    real = LocalSandbox.upload
+
+    def upload(self: LocalSandbox, src: Path, dest: str) -> None:
+        if dest.startswith("/app/output"):
+            raise BureauSystemError(SystemErrorKind.upload_failed, "no room")
+        real(self, src, dest)
+
+    monkeypatch.setattr(LocalSandbox, "upload", upload)
+    done = trial(tmp_path, task_dir, "oracle")
+    assert done.status == "completed" and done.reward == 0.0, done.exception_info
+    (note,) = (tmp_path / "oracle").rglob("not-handed-over.txt")
+    assert "/app/output/result.txt" in note.read_text()
+
+
 def bureau(*args: str) -> subprocess.CompletedProcess[str]:
     command = [str(Path(sys.executable).parent / "bureau"), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)

@@ -251,3 +251,23 @@ def test_retries_are_bounded_and_the_agents_failures_are_not_retried(tmp_path: P
 
     crashed = asyncio.run(with_retries(crash, policy))
     assert crashed.status == "agent_error" and crashed.retried == [] and len(calls) == 1
+
+
+def test_a_failure_after_the_agent_ran_is_never_a_second_chance(tmp_path: Path) -> None:
+    """A retry draws a new sample: what happens once the agent has run (here the tests do not
+    upload) stays a masked trial, so no agent can trade a bad attempt for another."""
+    from bureau.trials.retry import RetryPolicy, with_retries
+
+    class NoTests(ScriptedSandbox):
+        def upload(self, src: Path, dest: str) -> None:
+            raise OSError("no room for /tests")
+
+    calls: list[int] = []
+
+    def attempt() -> Any:
+        calls.append(1)
+        runtime = ScriptedRuntime(lambda: NoTests(tmp_path / f"s{len(calls)}", {}, OK))
+        return run_trial(make_task(tmp_path), NopAgent(), runtime, tmp_path / "trials")
+
+    result = asyncio.run(with_retries(attempt, RetryPolicy(backoff_s=0.01)))
+    assert result.status == "upload_failed" and result.retried == [] and len(calls) == 1

@@ -2,12 +2,15 @@
 
 | kind | action |
 |---|---|
-| sandbox_start_timeout, sandbox_start_failed, sandbox_crashed, upload_failed | retry |
-| engine_unavailable, engine_timeout, engine_error | retry |
-| tool_server_failed before the agent ran | retry |
-| tool_server_failed after, agent_timeout, agent_error | keep: the agent's, graded 0 |
-| judge_unavailable (after the judge client's own retries), verifier_timeout, | keep: masked |
-| verifier_error, reward_file_missing, internal_error | and reported |
+| before the agent ran: sandbox start, tool server start, uploads, engine | retry |
+| engine_unavailable at any time (no engine answered: nothing the agent did) | retry |
+| any other machinery kind once the agent has run | keep: masked and reported |
+| agent_timeout, agent_error, tool_server_failed once the agent ran | keep: the agent's, 0 |
+
+A retry draws a new sample, so it must never be something the agent can bring about: an agent
+that could trigger a retried failure when its attempt was going badly would swap its 0 for
+another try. Once the agent has run, only an engine nobody could reach is retried; an upload or
+a crash after that point stays a masked trial (its kind says whose it is).
 
 A retry is a new trial from scratch: a fresh sandbox, a fresh agent and a trial directory of its
 own, so turns of two attempts never mix. The failed attempts stay on disk and are listed in the
@@ -28,17 +31,19 @@ from bureau.trials.result import TrialResult
 
 Kind = SystemErrorKind
 
-RETRY_KINDS = frozenset(
+RETRY_BEFORE_AGENT = frozenset(
     {
         Kind.sandbox_start_timeout,
         Kind.sandbox_start_failed,
         Kind.sandbox_crashed,
+        Kind.tool_server_failed,
         Kind.upload_failed,
         Kind.engine_unavailable,
         Kind.engine_timeout,
         Kind.engine_error,
     }
 )
+RETRY_ANY_TIME = frozenset({Kind.engine_unavailable})
 
 
 @dataclass(frozen=True)
@@ -53,12 +58,12 @@ class RetryPolicy:
             raise ValueError("max_retries and backoff_s must not be negative")
 
     def should_retry(self, result: TrialResult) -> bool:
-        """Whether the machinery failed in a way a fresh attempt may not."""
+        """Whether the machinery failed in a way the agent cannot have caused."""
         if not result.system_error:
             return False
-        if result.status == Kind.tool_server_failed:
-            return result.agent_execution.started_at is None  # before the agent: its start
-        return result.status in RETRY_KINDS
+        if result.agent_execution.started_at is None:
+            return result.status in RETRY_BEFORE_AGENT
+        return result.status in RETRY_ANY_TIME
 
 
 NO_RETRIES = RetryPolicy(max_retries=0)

@@ -239,12 +239,18 @@ async def _separate_verifier(
         if not keep_agent_sandbox:
             await asyncio.to_thread(agent_sandbox.stop)
     sandbox = await _start(runtime, task, timeout_s, verifier=True)
-    try:
-        for source, copy in kept:
+    # What the agent wrote is the agent's: an artifact that cannot be placed (too large for the
+    # verifier's storage, a tree no copy survives) is left out, as Harbor leaves out what it
+    # refuses, and the verifier grades without it. Failing the trial instead would let an
+    # agent turn its own output into a masked system error.
+    refused = []
+    for source, copy in kept:
+        try:
             await asyncio.to_thread(sandbox.upload, copy, source)
-    except Exception as exc:
-        await asyncio.to_thread(sandbox.stop)
-        raise BureauSystemError(Kind.upload_failed, f"artifacts: {exc}") from exc
+        except Exception as exc:
+            refused.append(f"{source}: {type(exc).__name__}: {exc}")
+    if refused:
+        (staged / "not-handed-over.txt").write_text("\n".join(refused) + "\n")
     return sandbox
 
 
