@@ -34,29 +34,36 @@ class EvalIsolation(StrEnum):
     none = "none"
 
 
+# Options `bureau eval` and `bureau preeval` share.
+EngineOption = Annotated[
+    EvalEngine | None,
+    typer.Option(help="builtin (bureau serve), vllm (.venv-vllm) or url (default builtin)."),
+]
+EngineUrlOption = Annotated[
+    list[str] | None, typer.Option(help="With --engine url: a running server; repeatable.")
+]
+MaxTasksOption = Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")]
+HarnessConfigOption = Annotated[
+    Path | None,
+    typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
+]
+
+
 def eval_command(
     dataset: Annotated[Path, typer.Argument(help="A dataset folder or a single task folder.")],
     model: Annotated[Path, typer.Option(help="A local Hugging Face checkpoint folder.")],
     attempts: Annotated[
         int | None, typer.Option(min=1, help="Attempts per task, k of pass@k (default 1).")
     ] = None,
-    engine: Annotated[
-        EvalEngine | None,
-        typer.Option(help="builtin (bureau serve), vllm (.venv-vllm) or url (default builtin)."),
-    ] = None,
-    engine_url: Annotated[
-        list[str] | None, typer.Option(help="With --engine url: a running server; repeatable.")
-    ] = None,
+    engine: EngineOption = None,
+    engine_url: EngineUrlOption = None,
     out: Annotated[Path | None, typer.Option(help="Run folder (default runs/eval-<time>).")] = None,
-    max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
+    max_tasks: MaxTasksOption = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Trials in flight.")] = None,
     isolation: Annotated[
         EvalIsolation | None, typer.Option(help="bwrap (default) or none (UNSAFE).")
     ] = None,
-    harness_config: Annotated[
-        Path | None,
-        typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
-    ] = None,
+    harness_config: HarnessConfigOption = None,
     set_: SetOverrides = None,
     seed: Annotated[
         int | None,
@@ -145,21 +152,13 @@ def preeval_command(
         float,
         typer.Option(min=0, max=1, help="The gate: system errors at most this share of trials."),
     ] = 0.005,
-    engine: Annotated[
-        EvalEngine | None,
-        typer.Option(help="builtin (bureau serve), vllm (.venv-vllm) or url (default builtin)."),
-    ] = None,
-    engine_url: Annotated[
-        list[str] | None, typer.Option(help="With --engine url: a running server; repeatable.")
-    ] = None,
+    engine: EngineOption = None,
+    engine_url: EngineUrlOption = None,
     out: Annotated[
         Path | None, typer.Option(help="Run folder (default runs/preeval-<time>).")
     ] = None,
-    max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
-    harness_config: Annotated[
-        Path | None,
-        typer.Option(help="A TOML file of harness settings (max_turns, temperature, ...)."),
-    ] = None,
+    max_tasks: MaxTasksOption = None,
+    harness_config: HarnessConfigOption = None,
     set_: SetOverrides = None,
 ) -> None:
     """Run a policy over a whole dataset at training concurrency and classify every trial.

@@ -51,7 +51,21 @@ Kind = SystemErrorKind
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class CompletionRequest(BaseModel):
+class _NoStreaming(BaseModel):
+    """Both sampling endpoints answer in one piece."""
+
+    stream: bool = False
+    """Not supported."""
+
+    @field_validator("stream")
+    @classmethod
+    def _no_stream(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("streaming is not supported")
+        return value
+
+
+class CompletionRequest(_NoStreaming):
     """The `/v1/completions` fields the engine honours; other vLLM flags are ignored."""
 
     model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
@@ -78,8 +92,6 @@ class CompletionRequest(BaseModel):
     """For `text` only."""
     n: int = Field(default=1, ge=1, le=1)
     """One sample per prompt."""
-    stream: bool = False
-    """Not supported."""
 
     @field_validator("prompt", mode="before")
     @classmethod
@@ -103,13 +115,6 @@ class CompletionRequest(BaseModel):
             return value
         raise ValueError("must be a list of token ids (ints) or a list of non-empty such lists")
 
-    @field_validator("stream")
-    @classmethod
-    def _no_stream(cls, value: bool) -> bool:
-        if value:
-            raise ValueError("streaming is not supported")
-        return value
-
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -118,7 +123,7 @@ class ChatMessage(BaseModel):
     content: str
 
 
-class ChatRequest(BaseModel):
+class ChatRequest(_NoStreaming):
     """The `/v1/chat/completions` fields the engine honours (for the LLM judge and the like);
     `response_format` and other OpenAI fields are accepted and ignored: nothing constrains
     the sampling."""
@@ -132,14 +137,6 @@ class ChatRequest(BaseModel):
     temperature: float = Field(default=1.0, ge=0)
     top_p: float = Field(default=1.0, gt=0, le=1)
     seed: int | None = None
-    stream: bool = False
-
-    @field_validator("stream")
-    @classmethod
-    def _no_stream(cls, value: bool) -> bool:
-        if value:
-            raise ValueError("streaming is not supported")
-        return value
 
 
 class UpdateWeightsRequest(BaseModel):

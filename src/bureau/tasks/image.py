@@ -195,9 +195,11 @@ def _words(value: str, variables: dict[str, str]) -> list[str]:
 
 
 def _plain_base(image: str) -> bool:
-    name = image.split("@", 1)[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
-    name = name.split("@", 1)[0].removeprefix("docker.io/").removeprefix("library/")
-    return name in PLAIN_BASES
+    """`python:3.12-slim`, `docker.io/library/debian@sha256:...` and the like."""
+    name = image.split("@", 1)[0]
+    if ":" in name.rsplit("/", 1)[-1]:  # a tag, not a registry's port
+        name = name.rsplit(":", 1)[0]
+    return name.removeprefix("docker.io/").removeprefix("library/") in PLAIN_BASES
 
 
 def _read_copy(
