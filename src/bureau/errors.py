@@ -62,6 +62,10 @@ class SystemErrorKind(StrEnum):
     """The LLM judge gave no answer after its retries (rate limits, server errors, timeouts,
     no connection, every key refused). The machinery's. A judge that answers without a valid
     verdict is not this: the agent's text may have caused it, so the criterion fails."""
+    storage_full = "storage_full"
+    """The host's trial folder ran out of space (ENOSPC, EDQUOT) while bureau wrote to it. What
+    reaches the trial folder from the agent is bounded (its record by the token limits, its
+    files by the sandbox's storage quota), so this is the machinery's."""
     internal_error = "internal_error"
     """A bug in bureau (for example a completed trial without a reward). The machinery's."""
 

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from bureau.config import StrictModel
 from bureau.harness.loop import HarnessConfig
 from bureau.trainer.config import OptimizerConfig, TrainerConfig
+from bureau.trials.faults import FaultConfig
 
 Mistake = Literal["wrong_file", "wrong_value", "missing_key", "malformed_call", "give_up"]
 MISTAKES: tuple[Mistake, ...] = (
@@ -112,6 +113,10 @@ class RecordConfig(StrictModel):
     """Trials in flight at once."""
     isolation: Literal["bwrap", "none"] = "bwrap"
     """bwrap sandboxes, or none (unsafe: no isolation)."""
+    retries: int = Field(default=0, ge=0)
+    """Attempts after the first of a trial the machinery failed (`bureau.trials.retry`)."""
+    faults: FaultConfig = Field(default_factory=FaultConfig)
+    """Faults to inject, for drills (`bureau.trials.faults`); none by default."""
 
 
 class SFTConfig(StrictModel):

@@ -65,6 +65,8 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
     from bureau.harness.render import Renderer
     from bureau.sandbox import get_runtime
     from bureau.tasks.taskdir import load_task_dir
+    from bureau.trials.faults import FaultInjector
+    from bureau.trials.retry import RetryPolicy
     from bureau.trials.scheduler import SchedulerConfig, run_trials
 
     tasks: list[TaskDir] = [
@@ -101,6 +103,8 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
             trials_dir,
             config=SchedulerConfig(concurrency=config.concurrency, max_starting=2),
             on_result=(lambda _: on_result()) if on_result is not None else None,
+            retry=RetryPolicy(max_retries=config.retries),
+            faults=FaultInjector(config.faults),
         )
 
     try:

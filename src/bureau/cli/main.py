@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 
+from bureau.cli.analyze import analyze_command
 from bureau.cli.audit import audit_app
 from bureau.cli.eval import eval_command, preeval_command
 from bureau.cli.model import model_app
@@ -40,6 +41,7 @@ app.add_typer(bootstrap_app, name="bootstrap")
 app.command("train-sft")(train_sft_command)
 app.command("eval")(eval_command)
 app.command("preeval")(preeval_command)
+app.command("analyze")(analyze_command)
 app.command("train")(train_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.

@@ -31,6 +31,7 @@ from bureau.tasks.dataset import UNKNOWN, load_dataset
 from bureau.tasks.support import require_runnable
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
+from bureau.trials.faults import FaultConfig
 
 EVAL_FILE = "eval.json"
 EVAL_FORMAT = "bureau-eval/1"
@@ -65,6 +66,11 @@ class EvalConfig(StrictModel):
     """Normal quantile of the Wilson intervals (1.96: 95%)."""
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
     """Harness limits and sampling."""
+    retries: int = Field(2, ge=0)
+    """Attempts after the first of a trial the machinery failed (`bureau.trials.retry`), as in
+    training; the failed attempts stay in the trials folder."""
+    faults: FaultConfig = Field(default_factory=FaultConfig)
+    """Faults to inject on purpose, for drills (`bureau.trials.faults`); none by default."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +209,9 @@ def _run_trials(
     from bureau.inference.session import engine_session
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
+    from bureau.trials.faults import FaultInjector
     from bureau.trials.result import TrialResult
+    from bureau.trials.retry import RetryPolicy
     from bureau.trials.scheduler import SchedulerConfig, run_trials
     from bureau.trials.trial import TrialConfig
 
@@ -244,6 +252,8 @@ def _run_trials(
                             concurrency=config.concurrency, max_starting=config.max_starting
                         ),
                         on_result=lambda _: on_result(),
+                        retry=RetryPolicy(max_retries=config.retries),
+                        faults=FaultInjector(config.faults),
                     )
                 finally:
                     for client in clients:

@@ -13,6 +13,7 @@ is never replaced); the trial's metadata says so.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -25,36 +26,87 @@ from bureau.harness.export import to_atif
 from bureau.harness.loop import Episode, HarnessConfig, ToolOutput
 from bureau.harness.render import Message, Renderer, tool_schema
 from bureau.inference.client import Sampler
+from bureau.inference.retrying import RetryingSampler
 from bureau.records import TrajectoryRecord
 from bureau.tools import PREFIXES, groups_for
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 
 if TYPE_CHECKING:
+    from bureau.trials.faults import TrialFaults
     from bureau.trials.mcp_link import ToolLink
     from bureau.trials.result import TrialResult
 
 ANSWER_PATH = "output/answer.json"
 RECORD_FILE = "record.json"
+METADATA_FILE = "metadata.json"
 ATIF_FILE = "trajectory.json"
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 class MCPTools:
-    """`ToolBackend` over the trial's MCP link."""
+    """`ToolBackend` over the trial's MCP link.
 
-    def __init__(self, link: ToolLink) -> None:
+    A tool server that dies or hangs under a call is restarted in the same sandbox (the files
+    stay), up to `max_restarts` times per trial, and the model reads an error for that call
+    (outcome `tool_failed`): one broken call need not end a long trajectory. A sandbox that is
+    gone cannot restart anything: that is `sandbox_crashed`. `faults` injects tool hangs,
+    server kills and a sandbox kill for drills (`bureau.trials.faults`).
+    """
+
+    def __init__(
+        self,
+        link: ToolLink,
+        *,
+        max_restarts: int = 0,
+        restart_timeout_s: float = 60.0,
+        faults: TrialFaults | None = None,
+    ) -> None:
         self.link = link
+        self.max_restarts, self.restart_timeout_s = max_restarts, restart_timeout_s
+        self.faults = faults
+        self.calls = 0
 
     def specs(self) -> list[Message]:
         return [tool_schema(t.name, t.description, dict(t.input_schema)) for t in self.link.tools]
 
+    async def _inject(self, name: str, number: int) -> bool:
+        """Inject this call's faults; whether the call is to hang."""
+        faults = self.faults
+        if faults is None:
+            return False
+        if faults.kill_sandbox_at == number and self.link.sandbox is not None:
+            faults.record("sandbox_kill", "agent", call=number, tool=name)
+            await asyncio.to_thread(self.link.sandbox.stop)
+            return False
+        if faults.injected("tool_server_kill", "agent", call=number, tool=name):
+            self.link.proc.kill()
+            await asyncio.to_thread(self.link.proc.wait)
+            return False
+        return faults.injected("tool_hang", "agent", call=number, tool=name)
+
     async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> ToolOutput:
         from mcp.shared.exceptions import MCPError
 
+        number = self.calls
+        self.calls += 1
+        hang = await self._inject(name, number)
         try:
-            result = await self.link.call(name, arguments, timeout_s)
+            result = await self.link.call(name, arguments, timeout_s, hang=hang)
         except MCPError as exc:  # a JSON-RPC error from a live server: the model's to read
             return ToolOutput(f"error: {exc}", True)
+        except BureauSystemError as exc:
+            if exc.kind != SystemErrorKind.tool_server_failed:
+                raise
+            if self.link.restarts >= self.max_restarts:
+                raise
+            await self.link.restart(self.restart_timeout_s)
+            return ToolOutput(
+                f"error: the tool server failed during this call ({exc.message[:200]}). It has "
+                "been restarted and your files are as they were; call the tool again if you "
+                "still need it.",
+                True,
+                failed=True,
+            )
         parts = [
             c.text if c.type == "text" else f"[{c.type} content omitted]"
             for c in result.content
@@ -96,10 +148,24 @@ class HarnessAgent(Agent):
         if ctx.tools is None:
             raise BureauSystemError(SystemErrorKind.tool_server_failed, "no tool link")
         margin = min(self.deadline_margin_s, ctx.timeout_s * 0.1)
+        sampler: Sampler = self.sampler
+        if ctx.faults is not None:
+            from bureau.trials.faults import FaultySampler
+
+            sampler = FaultySampler(sampler, ctx.faults)
+        engine = RetryingSampler(
+            sampler, self.config.engine_retries, self.config.engine_retry_backoff_s
+        )
+        tools = MCPTools(
+            ctx.tools,
+            max_restarts=self.config.max_tool_restarts,
+            restart_timeout_s=self.config.tool_restart_timeout_s,
+            faults=ctx.faults,
+        )
         episode = Episode(
-            self.sampler,
+            engine,
             self.renderer,
-            MCPTools(ctx.tools),
+            tools,
             self.config,
             task_name=ctx.task.name,
             model=self.model_name,
@@ -114,10 +180,14 @@ class HarnessAgent(Agent):
             "llm_time_s": record.llm_time_s,
             "tool_time_s": record.tool_time_s,
             "trajectory_id": record.trajectory_id,
+            "engine_resends": engine.events,
+            "tool_restarts": ctx.tools.restarts,
         }
         if record.stop_reason == "answered" and episode.error is None:
             metadata["answer_written_by_harness"] = await self._write_answer(ctx.tools, record)
         (ctx.log_dir / RECORD_FILE).write_text(json.dumps(record.to_dict()) + "\n")
+        # Also when the episode ended in a system error (the trial's metadata is then lost).
+        (ctx.log_dir / METADATA_FILE).write_text(json.dumps(metadata, indent=1) + "\n")
         (ctx.log_dir / ATIF_FILE).write_text(
             json.dumps(to_atif(record, agent_version=self.version), indent=1) + "\n"
         )

@@ -53,6 +53,17 @@ class HarnessConfig(StrictModel):
         0.2, ge=0, lt=1, description="Warn the model once when less context than this remains."
     )
     tool_timeout_s: float = Field(120.0, gt=0, description="One tool call.")
+    max_tool_restarts: int = Field(
+        3,
+        ge=0,
+        description="Tool servers restarted after one died or hung under a call (the model "
+        "reads an error for that call); past this, the trial ends.",
+    )
+    tool_restart_timeout_s: float = Field(60.0, gt=0, description="Starting a tool server.")
+    engine_retries: int = Field(
+        3, ge=0, description="Resends of an engine request that got no answer (5xx, timeout)."
+    )
+    engine_retry_backoff_s: float = Field(0.5, ge=0, description="Wait before the first resend.")
     temperature: float = Field(1.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
     seed: int | None = Field(None, description="Sampling seed, where the engine supports one.")
@@ -67,6 +78,8 @@ class HarnessConfig(StrictModel):
 class ToolOutput:
     text: str
     is_error: bool
+    failed: bool = False
+    """The tool server died or hung under this call and was restarted (`tool_failed`)."""
 
 
 class ToolBackend(Protocol):
@@ -301,7 +314,7 @@ class Episode:
                 )  # fmt: skip
                 raise
             text, truncated = truncate(output.text, self.config.max_tool_output_chars)
-            outcome = "tool_error" if output.is_error else "ok"
+            outcome = "tool_failed" if output.failed else "tool_error" if output.is_error else "ok"
         latency = time.perf_counter() - started
         self.tool_time_s += latency
         self.calls.append(

@@ -16,7 +16,8 @@ under-estimated).
 
 Every failure raises `BureauSystemError`: `engine_timeout` when the engine gave no answer in
 time, `engine_unavailable` when it cannot be reached, `engine_error` for an HTTP error or a
-malformed answer. Nothing is retried here, because a retry would draw a different sample.
+malformed answer (`EngineHTTPError`, with the status, for an HTTP error). Nothing is retried
+here; `bureau.inference.retrying` resends the requests that failed without an answer.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ KEEPALIVE_EXPIRY_S = 2.0
 """An idle connection is dropped by the client before any server drops it (uvicorn's and vLLM's
 keep-alive is 5 s, httpx's default expiry too): with equal timeouts a request could go out on
 a connection the server was closing, and fail with a ReadError that is no engine's fault."""
+
+
+class EngineHTTPError(BureauSystemError):
+    """The engine answered with an HTTP error status (not 200, not 503)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(Kind.engine_error, message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -181,8 +190,9 @@ class EngineEndpoint:
         if response.status_code == 503:
             raise BureauSystemError(Kind.engine_unavailable, f"{where}: {response.text[:500]}")
         if response.status_code != 200:
-            raise BureauSystemError(
-                Kind.engine_error, f"{where}: HTTP {response.status_code}: {response.text[:500]}"
+            raise EngineHTTPError(
+                response.status_code,
+                f"{where}: HTTP {response.status_code}: {response.text[:500]}",
             )
         if not response.content:
             return {}

@@ -157,8 +157,16 @@ class JudgeClient:
             with self.config.log_path.open("a", encoding="utf-8") as log:
                 log.write(json.dumps(asdict(record)) + "\n")
 
-    async def judge(self, request: JudgeRequest) -> Verdict:
-        """The verdict on `request`. Raises JudgeUnavailable or VerdictError."""
+    async def judge(
+        self,
+        request: JudgeRequest,
+        *,
+        calls: list[CallRecord] | None = None,
+        fault: Callable[[], bool] | None = None,
+    ) -> Verdict:
+        """The verdict on `request`. Raises JudgeUnavailable or VerdictError. Each call is
+        also appended to `calls`, when given (one trial's share of the log); `fault`, when it
+        returns True for a call, makes that call an injected HTTP 500 (drills)."""
         messages = request.messages()
         tokens = sum(len(m["content"]) for m in messages) // 3 + self.config.max_tokens
         payload: dict[str, Any] = {
@@ -186,8 +194,15 @@ class JudgeClient:
                         )
                     await self._sleep(wait)
                     continue
-                record, verdict = await self._call(state.index, state.key, payload)
+                if fault is not None and fault():
+                    at, sent = time.time(), self._clock()
+                    record = CallRecord(at, 0.0, state.index, 500, "server_error", "injected", sent)
+                    verdict = None
+                else:
+                    record, verdict = await self._call(state.index, state.key, payload)
                 self._log(record)
+                if calls is not None:
+                    calls.append(record)
                 if verdict is not None:
                     return verdict
                 if record.outcome == "invalid_verdict":

@@ -72,11 +72,16 @@ class LatencyLink:
     def draw(self) -> float:
         return self._rng.lognormvariate(self._mu, self._sigma)
 
-    async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+    def __getattr__(self, name: str) -> Any:  # the link's process, sandbox and restarts
+        return getattr(self._link, name)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], timeout_s: float, *, hang: bool = False
+    ) -> Any:
         delay = self.draw()
         self.injected_s += delay
         await asyncio.sleep(delay)
-        return await self._link.call(name, arguments, timeout_s)
+        return await self._link.call(name, arguments, timeout_s, hang=hang)
 
 
 def _agent_class() -> type:

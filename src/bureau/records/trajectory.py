@@ -78,7 +78,8 @@ class ToolCallRecord:
     arguments: dict[str, Any]
     """The arguments as parsed from the model's output (harness)."""
     outcome: str
-    """`ok`, `tool_error` (the tool reported an error), `unknown_tool`, or `system_error`."""
+    """`ok`, `tool_error` (the tool reported an error), `tool_failed` (the tool server died or
+    hung under the call and was restarted), `unknown_tool`, or `system_error`."""
     latency_s: float
     """Seconds the call took (harness)."""
     output_chars: int

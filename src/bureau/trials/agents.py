@@ -18,6 +18,7 @@ from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.taskdir import TaskDir
 
 if TYPE_CHECKING:
+    from bureau.trials.faults import TrialFaults
     from bureau.trials.mcp_link import ToolLink
 
 
@@ -28,6 +29,8 @@ class AgentContext:
     timeout_s: float
     log_dir: Path  # host folder, copied into the trial directory as agent/
     tools: ToolLink | None = None
+    faults: TrialFaults | None = None
+    """Faults to inject into the agent's tool calls and engine requests (drills only)."""
 
 
 @dataclass

@@ -17,15 +17,22 @@ asks the judge here, on the host, and writes the verdicts into grading.json and 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.judge import JudgeClient, JudgeRequest, JudgeUnavailable, Verdict, VerdictError
+from bureau.judge.client import CallRecord
+
+if TYPE_CHECKING:
+    from bureau.trials.faults import TrialFaults
 from bureau.tasks.reward import write_reward_json
 
 JUDGE_REQUESTS = "judge-requests.json"
+JUDGE_CALLS = "judge-calls.jsonl"
 MissingJudge = Literal["fail", "skip"]
 
 
@@ -40,9 +47,13 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 async def complete_with_judge(
-    verifier_dir: Path, judge: JudgeClient | None, missing: MissingJudge = "fail"
+    verifier_dir: Path,
+    judge: JudgeClient | None,
+    missing: MissingJudge = "fail",
+    faults: TrialFaults | None = None,
 ) -> None:
-    """Ask the judge the verifier's questions; write grading.json and reward.json."""
+    """Ask the judge the verifier's questions; write grading.json and reward.json, and the
+    trial's judge calls to judge-calls.jsonl (latency, key index, outcome; never the key)."""
     requests = _read(verifier_dir / JUDGE_REQUESTS).get("requests")
     grading = _read(verifier_dir / "grading.json")
     if not isinstance(requests, list) or not isinstance(grading.get("results"), list):
@@ -70,9 +81,18 @@ async def complete_with_judge(
             raise BureauSystemError(
                 SystemErrorKind.verifier_error, f"{JUDGE_REQUESTS}: {exc}"
             ) from exc
-        verdicts = await asyncio.gather(
-            *(_verdict(judge, request) for request in asked), return_exceptions=True
-        )
+        calls: list[CallRecord] = []
+        fault = None
+        if faults is not None:
+            fault = functools.partial(faults.injected, "judge_error", "verifier")
+        try:
+            verdicts = await asyncio.gather(
+                *(judge.judge(request, calls=calls, fault=fault) for request in asked),
+                return_exceptions=True,
+            )
+        finally:
+            with (verifier_dir / JUDGE_CALLS).open("w", encoding="utf-8") as log:
+                log.writelines(json.dumps(dataclasses.asdict(call)) + "\n" for call in calls)
         for request, verdict in zip(requests, verdicts, strict=True):
             if isinstance(verdict, BaseException) and not isinstance(verdict, VerdictError):
                 raise verdict
@@ -110,7 +130,3 @@ async def complete_with_judge(
     values = {"reward": reward, "pass": float(num_passed == len(results))}
     values |= {str(r["id"]): float(bool(r["passed"])) for r in results}
     write_reward_json(verifier_dir, values)
-
-
-async def _verdict(judge: JudgeClient, request: JudgeRequest) -> Verdict:
-    return await judge.judge(request)

@@ -3,7 +3,8 @@
 The sandbox starts `python -m bureau.tools` with `Sandbox.spawn`; this module speaks MCP's
 newline-delimited JSON-RPC over that process's pipes, using the SDK's `ClientSession`. (The
 SDK's own stdio client wants to start the process itself; the sandbox must start it, so the
-pipes are bridged here.) A dead or silent server is `tool_server_failed`.
+pipes are bridged here.) A dead or silent server is `tool_server_failed`; `ToolLink.restart`
+starts a fresh one in the same sandbox (`sandbox_crashed` when the sandbox itself is gone).
 """
 
 from __future__ import annotations
@@ -89,10 +90,20 @@ class ToolLink:
     session's streams.
     """
 
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        sandbox: Sandbox | None = None,
+        cmd: list[str] | None = None,
+    ) -> None:
+        self.sandbox, self.cmd = sandbox, cmd
+        self.restarts = 0
         self.session: ClientSession | None = None
         self.tools: list[types.Tool] = []
+        self._attach(proc)
+
+    def _attach(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
         self._closing = asyncio.Event()
         self._owner: asyncio.Task[None] | None = None
         # Drain stderr continuously: a server blocked on a full stderr pipe would hang.
@@ -126,8 +137,10 @@ class ToolLink:
             self.session = None
 
     async def call(
-        self, name: str, arguments: dict[str, Any], timeout_s: float
+        self, name: str, arguments: dict[str, Any], timeout_s: float, *, hang: bool = False
     ) -> types.CallToolResult:
+        """Call one tool. `hang` (fault injection) makes the call never answer, so that it
+        goes the way of a hung server: `tool_server_failed` after `timeout_s`."""
         session = self.session
         if session is None or self.proc.poll() is not None:
             raise BureauSystemError(
@@ -136,6 +149,8 @@ class ToolLink:
             )
         try:
             with anyio.fail_after(timeout_s):
+                if hang:
+                    await anyio.sleep_forever()
                 return await session.call_tool(name, arguments)
         except TimeoutError as exc:
             raise BureauSystemError(
@@ -164,6 +179,40 @@ class ToolLink:
             self.proc.kill()
         await asyncio.to_thread(self.proc.wait)
 
+    async def start(self, timeout_s: float) -> None:
+        """Complete the MCP handshake with the attached process (closing it on failure)."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.create_task(self._own(ready))
+        try:
+            await asyncio.wait_for(ready, timeout_s)
+        except BaseException as exc:
+            await self.close()
+            await asyncio.to_thread(self._drain.join, 2.0)
+            detail = self.stderr_tail.strip()[-500:]
+            if isinstance(exc, TimeoutError):
+                raise BureauSystemError(
+                    SystemErrorKind.tool_server_failed, f"not ready in {timeout_s} s: {detail}"
+                ) from exc
+            if isinstance(exc, Exception):
+                raise BureauSystemError(
+                    SystemErrorKind.tool_server_failed, f"{type(exc).__name__}: {exc} {detail}"
+                ) from exc
+            raise
+
+    async def restart(self, timeout_s: float) -> None:
+        """Stop this server and start a fresh one in the same sandbox (the workspace and
+        everything the agent wrote stay). Raises what starting raises: `sandbox_crashed`
+        when the sandbox is gone, `tool_server_failed` when the server will not come up."""
+        if self.sandbox is None or self.cmd is None:
+            raise BureauSystemError(
+                SystemErrorKind.tool_server_failed, "this tool link cannot restart its server"
+            )
+        await self.close()
+        self.restarts += 1
+        self.session, self.tools = None, []
+        self._attach(self.sandbox.spawn(self.cmd, phase="agent", tool_server=True))
+        await self.start(timeout_s)
+
 
 async def open_tool_link(
     sandbox: Sandbox,
@@ -174,23 +223,7 @@ async def open_tool_link(
 ) -> ToolLink:
     """Start the tool servers in `sandbox` (every group, or only `groups`) and complete the
     MCP handshake."""
-    proc = sandbox.spawn(cmd or tool_server_cmd(groups), phase="agent", tool_server=True)
-    link = ToolLink(proc)
-    ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    link._owner = asyncio.create_task(link._own(ready))
-    try:
-        await asyncio.wait_for(ready, timeout_s)
-    except BaseException as exc:
-        await link.close()
-        await asyncio.to_thread(link._drain.join, 2.0)
-        detail = link.stderr_tail.strip()[-500:]
-        if isinstance(exc, TimeoutError):
-            raise BureauSystemError(
-                SystemErrorKind.tool_server_failed, f"not ready in {timeout_s} s: {detail}"
-            ) from exc
-        if isinstance(exc, Exception):
-            raise BureauSystemError(
-                SystemErrorKind.tool_server_failed, f"{type(exc).__name__}: {exc} {detail}"
-            ) from exc
-        raise
+    cmd = cmd or tool_server_cmd(groups)
+    link = ToolLink(sandbox.spawn(cmd, phase="agent", tool_server=True), sandbox, cmd)
+    await link.start(timeout_s)
     return link

@@ -82,6 +82,12 @@ class TrialResult(BaseModel):
     retried: list[dict[str, str]] = Field(default_factory=list)
     """Earlier attempts at this trial that the machinery failed (`trials.retry`): each one's
     trial name and status; their directories are kept."""
+    verifier_reruns: list[dict[str, str]] = Field(default_factory=list)
+    """Verifier runs that crashed before the one that counted (`TrialConfig.verifier_reruns`):
+    each one's kind and message."""
+    injected_faults: list[dict[str, Any]] = Field(default_factory=list)
+    """Faults injected on purpose in this attempt (`trials.faults`): the truth a drill checks
+    the analysis against."""
 
     @property
     def system_error(self) -> bool:

@@ -4,13 +4,17 @@
 |---|---|
 | before the agent ran: sandbox start, tool server start, uploads, engine | retry |
 | engine_unavailable at any time (no engine answered: nothing the agent did) | retry |
+| sandbox_crashed, storage_full at any time (the sandbox or the host's disk went away) | retry |
 | any other machinery kind once the agent has run | keep: masked and reported |
 | agent_timeout, agent_error, tool_server_failed once the agent ran | keep: the agent's, 0 |
 
 A retry draws a new sample, so it must never be something the agent can bring about: an agent
 that could trigger a retried failure when its attempt was going badly would swap its 0 for
-another try. Once the agent has run, only an engine nobody could reach is retried; an upload or
-a crash after that point stays a masked trial (its kind says whose it is).
+another try. Once the agent has run, only what the agent cannot reach is retried (an engine
+nobody could reach, a sandbox that died, a full host disk: `RETRY_ANY_TIME`); an upload that
+failed or a verifier that crashed after that point stays a masked trial (its kind says whose it
+is). A verifier that crashes is first run again on the same output (`TrialConfig.
+verifier_reruns`): that grades the same work, so it is no second sample.
 
 A retry is a new trial from scratch: a fresh sandbox, a fresh agent and a trial directory of its
 own, so turns of two attempts never mix. The failed attempts stay on disk and are listed in the
@@ -43,7 +47,11 @@ RETRY_BEFORE_AGENT = frozenset(
         Kind.engine_error,
     }
 )
-RETRY_ANY_TIME = frozenset({Kind.engine_unavailable})
+RETRY_ANY_TIME = frozenset({Kind.engine_unavailable, Kind.sandbox_crashed, Kind.storage_full})
+"""Kinds the agent cannot bring about at any point: no engine answered; the sandbox itself died
+(the agent's processes are confined by rlimits, a pid limit, the memory watch and storage
+quotas, which fail its own calls instead: `tests/sandbox/test_sandbox_attacks.py`); the host's
+trial folder is full (what reaches it from the agent is bounded)."""
 
 
 @dataclass(frozen=True)

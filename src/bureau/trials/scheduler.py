@@ -25,6 +25,7 @@ from bureau.trials.trial import TrialConfig, run_trial
 
 if TYPE_CHECKING:
     from bureau.judge import JudgeClient
+    from bureau.trials.faults import FaultInjector
     from bureau.trials.pool import WarmPool
 
 
@@ -106,6 +107,7 @@ async def run_trials(
     pool: WarmPool | None = None,
     judge: JudgeClient | None = None,
     retry: RetryPolicy = NO_RETRIES,
+    faults: FaultInjector | None = None,
 ) -> list[TrialResult]:
     """Run one trial per task, retrying what `retry` says to (`trials.retry`); results come
     back in task order."""
@@ -129,6 +131,7 @@ async def run_trials(
                     start_gate=gate,
                     pool=pool,
                     judge=judge,
+                    faults=faults,
                 ),
                 retry,
                 trials_dir,

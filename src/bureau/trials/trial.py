@@ -9,6 +9,7 @@ system error, never a zero reward.
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import json
 import math
@@ -30,6 +31,7 @@ from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.reward import Reward, read_reward
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
+from bureau.trials.faults import FaultInjector, TrialFaults
 from bureau.trials.judging import JUDGE_REQUESTS, MissingJudge
 from bureau.trials.result import Timing, TrialResult, kind_of, now, task_checksum
 
@@ -51,6 +53,10 @@ class TrialConfig:
     tool_server_timeout_s: float = 60.0
     max_agent_timeout_s: float | None = None  # a cap, e.g. for smoke runs
     missing_judge: MissingJudge = "fail"  # judge criteria with no judge: system error, or skip
+    verifier_reruns: int = 2
+    """Runs of test.sh after one that crashed (no reward, or one that cannot be read). The
+    agent's output is fixed by then, so a rerun grades the same work again; a verifier that
+    keeps crashing is a masked `verifier_error` or `reward_file_missing`."""
 
 
 @asynccontextmanager
@@ -86,12 +92,15 @@ async def run_trial(
     start_gate: Callable[[], AbstractAsyncContextManager[None]] | None = None,
     pool: WarmPool | None = None,
     judge: JudgeClient | None = None,
+    faults: FaultInjector | None = None,
 ) -> TrialResult:
     """Run `agent` on `task` in a fresh sandbox; tool-using agents take warm ones from `pool`;
-    `judge` answers the verifier's questions for LLM-judge criteria (`trials.judging`)."""
+    `judge` answers the verifier's questions for LLM-judge criteria (`trials.judging`);
+    `faults` injects failures for drills (`trials.faults`)."""
     config = config or TrialConfig()
     gate = start_gate or nullcontext_async
     trial_dir = new_trial_dir(trials_dir, task)
+    injected = faults.for_trial(trial_dir.name) if faults is not None else None
     result = TrialResult(
         task_name=task.name,
         trial_name=trial_dir.name,
@@ -120,7 +129,7 @@ async def run_trial(
     )
     sandbox: Sandbox | None = None
     tools: ToolLink | None = None
-    judging = (judge, config.missing_judge)
+    judging = Judging(judge, config.missing_judge, injected)
     try:
         async with gate():
             with timed(result.environment_setup):
@@ -141,7 +150,7 @@ async def run_trial(
                 task, agent, runtime, sandbox, trial_dir, config, result, judging
             )
             return result
-        ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools)
+        ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools, injected)
         with timed(result.agent_execution):
             outcome = await _run_agent(agent, ctx)
             result.agent_metadata = dict(outcome.metadata)
@@ -156,13 +165,17 @@ async def run_trial(
                 sandbox = await _separate_verifier(
                     runtime, task, agent_sandbox, trial_dir, config.sandbox_start_timeout_s
                 )
-            reward = await _verify(task, sandbox, trial_dir, verifier_timeout, judging)
+            reward = await _verify_with_reruns(
+                task, sandbox, trial_dir, verifier_timeout, judging, config, result
+            )
             result.reward, result.verifier_result = reward.reward, {"rewards": reward.values}
     except BureauSystemError as exc:
         result.fail(exc.kind, exc)
     except Exception as exc:  # a bug in bureau itself: still a reported, masked trial
-        result.fail(Kind.internal_error, exc)
+        result.fail(Kind.storage_full if _disk_full(exc) else Kind.internal_error, exc)
     finally:
+        if injected is not None:
+            result.injected_faults = injected.events
         if tools is not None:
             await tools.close()
         if sandbox is not None:
@@ -254,6 +267,10 @@ async def _separate_verifier(
     return sandbox
 
 
+def _disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
     try:
         return await asyncio.wait_for(agent.run(ctx), ctx.timeout_s + 1)
@@ -264,10 +281,54 @@ async def _run_agent(agent: Agent, ctx: AgentContext) -> AgentResult:
     except BureauSystemError:
         raise
     except Exception as exc:
+        if _disk_full(exc):  # the host's trial folder, not the agent's storage
+            raise BureauSystemError(Kind.storage_full, f"{exc}") from exc
         raise BureauSystemError(Kind.agent_error, f"{type(exc).__name__}: {exc}") from exc
 
 
-Judging = tuple["JudgeClient | None", MissingJudge]
+@dataclass(frozen=True)
+class Judging:
+    """What the verifier phase needs besides the sandbox: the judge, what to do without one,
+    and the trial's injected faults."""
+
+    judge: JudgeClient | None = None
+    missing: MissingJudge = "fail"
+    faults: TrialFaults | None = None
+
+
+RERUN_KINDS = frozenset({Kind.reward_file_missing, Kind.verifier_error})
+"""Verifier failures worth a second run: a crash. A timeout would only cost its time again,
+and a judge that stayed away has had its own retries."""
+
+
+async def _verify_with_reruns(
+    task: TaskDir,
+    sandbox: Sandbox,
+    trial_dir: Path,
+    timeout_s: float,
+    judging: Judging,
+    config: TrialConfig,
+    result: TrialResult,
+    reruns: list[dict[str, str]] | None = None,
+) -> Reward:
+    """`_verify`, run again (up to `config.verifier_reruns` times) after a crash; the crashed
+    runs are listed in `result.verifier_reruns` (or `reruns`), their output kept beside."""
+    listed = result.verifier_reruns if reruns is None else reruns
+    verifier_dir = trial_dir / "verifier"
+    for number in range(config.verifier_reruns + 1):
+        try:
+            return await _verify(task, sandbox, trial_dir, timeout_s, judging)
+        except BureauSystemError as exc:
+            if exc.kind not in RERUN_KINDS or number == config.verifier_reruns:
+                raise
+            listed.append({"kind": exc.kind.value, "message": exc.message[:300]})
+            stdout = verifier_dir / "test-stdout.txt"
+            if stdout.exists():
+                stdout.rename(verifier_dir / f"test-stdout.crashed-{number + 1}.txt")
+            for name in ("reward.json", "reward.txt", "grading.json", JUDGE_REQUESTS):
+                (verifier_dir / name).unlink(missing_ok=True)
+            await _clear_verifier_logs(sandbox)
+    raise AssertionError("unreachable")
 
 
 async def _verify(
@@ -275,8 +336,10 @@ async def _verify(
     sandbox: Sandbox,
     trial_dir: Path,
     timeout_s: float,
-    judging: Judging = (None, "fail"),
+    judging: Judging | None = None,
 ) -> Reward:
+    judging = judging or Judging()
+    faults = judging.faults
     verifier_dir = trial_dir / "verifier"
     image = task.verifier_image if task.separate_verifier else None
     bundled = image is not None and any(copy.target == "/tests" for copy in image.copies)
@@ -291,9 +354,12 @@ async def _verify(
         env = resolve_env_templates(task.config.verifier.env, dict(os.environ))
     except KeyError as exc:
         raise BureauSystemError(Kind.verifier_error, f"[verifier.env] {exc.args[0]}") from None
+    command = 'exec bash "${BUREAU_TESTS_DIR:-/tests}/test.sh"'
+    if faults is not None and faults.injected("verifier_crash", "verifier"):
+        command = "kill -KILL $$"  # test.sh dies before it writes anything
     run = await asyncio.to_thread(
         sandbox.exec,
-        ["bash", "-c", 'exec bash "${BUREAU_TESTS_DIR:-/tests}/test.sh"'],
+        ["bash", "-c", command],
         timeout_s=timeout_s,
         phase="verifier",
         env=env,
@@ -302,12 +368,14 @@ async def _verify(
     if run.timed_out:
         raise BureauSystemError(Kind.verifier_timeout, f"test.sh ran past {timeout_s:.0f} s")
     shutil.rmtree(verifier_dir / "logs", ignore_errors=True)
+    if faults is not None:
+        faults.check_disk(verifier_dir)
     await asyncio.to_thread(sandbox.download, "/logs/verifier", verifier_dir)
     rewarded = any((verifier_dir / name).exists() for name in ("reward.json", "reward.txt"))
     if not rewarded and (verifier_dir / JUDGE_REQUESTS).exists():
         from bureau.trials.judging import complete_with_judge
 
-        await complete_with_judge(verifier_dir, *judging)
+        await complete_with_judge(verifier_dir, judging.judge, judging.missing, faults)
     if not any((verifier_dir / name).exists() for name in ("reward.json", "reward.txt")):
         raise BureauSystemError(
             Kind.reward_file_missing,
@@ -379,12 +447,16 @@ async def _run_steps(
                 )  # fmt: skip
                 current = current if not last else None
                 try:
-                    reward = await _verify(part, verifier, step_dir, verifier_timeout, judging)
+                    reward = await _verify_with_reruns(
+                        part, verifier, step_dir, verifier_timeout, judging, config, result
+                    )
                 finally:
                     await asyncio.to_thread(verifier.stop)
             else:
                 await _reset_verifier_folders(current)
-                reward = await _verify(part, current, step_dir, verifier_timeout, judging)
+                reward = await _verify_with_reruns(
+                    part, current, step_dir, verifier_timeout, judging, config, result
+                )
         _extend(result.verifier, verifier_time)
         record["rewards"] = reward.values
         threshold = part.min_reward
@@ -429,6 +501,16 @@ async def _prepare_step(
     if first:
         raise BureauSystemError(Kind.sandbox_start_failed, why)
     return why
+
+
+async def _clear_verifier_logs(sandbox: Sandbox) -> None:
+    """Before a verifier's rerun: nothing of the crashed run's output."""
+    await asyncio.to_thread(
+        sandbox.exec,
+        ["bash", "-c", "rm -rf /logs/verifier/* /logs/verifier/.[!.]*"],
+        timeout_s=60,
+        phase="full",
+    )
 
 
 async def _reset_verifier_folders(sandbox: Sandbox) -> None:
