@@ -34,8 +34,8 @@ def analyze_command(
         console.print(f"error: {run}: expected a run folder with trial results", markup=False)
         raise typer.Exit(2)
     found = analyze(run, examples)
-    truth = check_against_truth(found, run)
-    truth = truth if truth["injected"] else None
+    checked = check_against_truth(found, run)
+    truth = checked if checked["injected"] else None
     report = write_analysis(run, found, truth)
     print_analysis(found, truth)
     console.print(f"{run / 'analysis.json'} and {report} written")

@@ -13,7 +13,9 @@ one of:
 
 The gate passes when system errors are at most `max_rate` of the trials: training on a set
 where the machinery fails often would mask, or worse, mis-grade, much of what the policy does.
-Each kind lists a few trial folders to start the investigation from.
+Each kind lists a few trial folders to start the investigation from. Attempts the machinery
+failed and that were retried are counted apart (`retried`, by kind); tasks whose verifier also
+failed on their oracle are listed as `task_defects` (fix or remove them).
 """
 
 from __future__ import annotations
@@ -31,11 +33,14 @@ DEFAULT_MAX_RATE = 0.005
 
 
 def load_results(trials_dir: Path) -> list[TrialResult]:
-    """Every trial result under `trials_dir` (one folder per trial)."""
-    return [
+    """The final trial results under `trials_dir` (one folder per trial): attempts that were
+    retried (listed in a later attempt's `retried`) are counted by that later one."""
+    results = [
         TrialResult.model_validate_json(path.read_text())
         for path in sorted(trials_dir.glob("*/result.json"))
     ]
+    superseded = {earlier["trial_name"] for r in results for earlier in r.retried}
+    return [r for r in results if r.trial_name not in superseded]
 
 
 def taxonomy(results: list[TrialResult], examples: int = 3) -> dict[str, Any]:
@@ -53,6 +58,8 @@ def taxonomy(results: list[TrialResult], examples: int = 3) -> dict[str, Any]:
         else:
             system.setdefault(result.status, []).append(result.trial_name)
     errors = sum(len(names) for names in system.values())
+    retried = Counter(earlier["status"] for r in results for earlier in r.retried)
+    defects = {r.task_name: r.task_defect for r in results if r.task_defect is not None}
     return {
         "trials": total,
         "completed": {
@@ -70,6 +77,8 @@ def taxonomy(results: list[TrialResult], examples: int = 3) -> dict[str, Any]:
             for kind, names in sorted(system.items(), key=lambda item: -len(item[1]))
         },
         "system_error_rate": round(errors / total, 4) if total else 0.0,
+        "retried": dict(sorted(retried.items())),
+        "task_defects": [defects[name] for name in sorted(defects)],
     }
 
 

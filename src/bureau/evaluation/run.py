@@ -209,6 +209,7 @@ def _run_trials(
     from bureau.inference.session import engine_session
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
+    from bureau.trials.defects import TaskDefects
     from bureau.trials.faults import FaultInjector
     from bureau.trials.result import TrialResult
     from bureau.trials.retry import RetryPolicy
@@ -254,6 +255,7 @@ def _run_trials(
                         on_result=lambda _: on_result(),
                         retry=RetryPolicy(max_retries=config.retries),
                         faults=FaultInjector(config.faults),
+                        defects=TaskDefects(runtime, out / "oracle-checks"),
                     )
                 finally:
                     for client in clients:

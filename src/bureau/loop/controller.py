@@ -171,6 +171,10 @@ class Controller:
             self.admission.finish(accepted=False)
             raise
         self.admission.finish(accepted=True)
+        if any(r.task_defect for r in rollouts) and task.name not in self.stream.dropped:
+            self.stream.drop(task.name)
+            self._counters["data/tasks_dropped_broken"] += 1
+            log.warning("%s: its verifier fails on its oracle too; dropped from the run", task.name)
         await self.buffer.put(Group(position, gid, task, list(rollouts)))
         self._wake.set()
 

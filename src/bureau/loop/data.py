@@ -71,6 +71,8 @@ class TaskStream:
         """Positions handed out and not yet finished (trained, dropped or filtered)."""
         self._requeue: list[int] = []
         self._orders: dict[int, list[int]] = {}
+        self.dropped: set[str] = set()
+        """Tasks found broken (`bureau.trials.defects`): never handed out again."""
 
     def task_at(self, position: int) -> TaskRef:
         epoch, offset = divmod(position, len(self.tasks))
@@ -81,13 +83,24 @@ class TaskStream:
         return self.tasks[self._orders[epoch][offset]]
 
     def next(self) -> tuple[int, TaskRef]:
-        if self._requeue:
-            position = self._requeue.pop(0)
-        else:
-            position = self.next_position
-            self.next_position += 1
-        self.pending.add(position)
-        return position, self.task_at(position)
+        """The next position and its task, skipping dropped tasks."""
+        if len(self.dropped) >= len({task.name for task in self.tasks}):
+            raise ValueError("every task was dropped as broken: nothing left to train on")
+        while True:
+            if self._requeue:
+                position = self._requeue.pop(0)
+            else:
+                position = self.next_position
+                self.next_position += 1
+            task = self.task_at(position)
+            if task.name not in self.dropped:
+                self.pending.add(position)
+                return position, task
+            self.pending.discard(position)
+
+    def drop(self, task_name: str) -> None:
+        """Hand out `task_name` no more (its verifier fails on its oracle)."""
+        self.dropped.add(task_name)
 
     def done(self, position: int) -> None:
         """The group at `position` is finished for good (trained, dropped or filtered)."""

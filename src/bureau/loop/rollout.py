@@ -61,6 +61,9 @@ class Rollout:
     """Which worker ran it."""
     requeued: int = 0
     """How often this attempt ran again because its worker died."""
+    task_defect: bool = False
+    """The verifier failed here and on the task's oracle too: the task is broken
+    (`bureau.trials.defects`), and the controller stops sampling it."""
 
     @property
     def reward(self) -> float | None:

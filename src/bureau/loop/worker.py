@@ -23,6 +23,7 @@ from bureau.harness.loop import HarnessConfig
 from bureau.loop.config import ToolLatencyConfig
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.records import TrajectoryRecord
+from bureau.trials.defects import TaskDefects, suspect
 
 if TYPE_CHECKING:
     from bureau.harness.render import Renderer
@@ -111,6 +112,7 @@ class RolloutWorker:
         self.runtime: Runtime | None = None
         self.pool: WarmPool | None = None
         self.sampler: Sampler | None = None
+        self.defects: TaskDefects | None = None
         self.clients: list[EngineClient] = []
         self.renderer: Renderer | None = None
         self._agent_cls = _agent_class()
@@ -132,6 +134,7 @@ class RolloutWorker:
         self.runtime = get_runtime("local", isolation=self.spec.isolation)
         trials = Path(self.spec.trials_dir)
         trials.mkdir(parents=True, exist_ok=True)
+        self.defects = TaskDefects(self.runtime, trials / "oracle-checks")
         if self.spec.warm_sandboxes:
             self.pool = WarmPool(self.runtime, trials / ".pool", size=self.spec.warm_sandboxes)
         self.clients = [EngineClient(url, self.spec.served_model) for url in self.spec.engine_urls]
@@ -173,6 +176,11 @@ class RolloutWorker:
             RetryPolicy(),
             trials_dir,
         )
+        # A verifier that failed: if it fails on the task's oracle too, the task is broken
+        # and the controller drops it (`trials.defects`).
+        defect = False
+        if self.defects is not None and suspect(result):
+            defect = await self.defects.check(task)
         record = join_record(result, trials_dir, request)
         if not self.spec.keep_trials:
             import shutil
@@ -185,6 +193,7 @@ class RolloutWorker:
             trial_status=result.status,
             wall_s=time.perf_counter() - started,
             worker=self.spec.name,
+            task_defect=defect,
         )
 
     async def close(self) -> None:

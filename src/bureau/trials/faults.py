@@ -18,8 +18,8 @@ result (`TrialResult.injected_faults`): the truth that `bureau analyze` is check
 - `judge_error` (per judge call): the judge answers HTTP 500; the judge client retries.
 - `verifier_crash` (per verifier run): test.sh is killed before it writes a reward. The
   verifier runs again (`TrialConfig.verifier_reruns`).
-- `disk_full` (per trial): the verifier's output cannot be copied into the trial folder
-  (ENOSPC): `storage_full`, and the trial is retried.
+- `disk_full` (per trial): the trial folder is full when the verifier phase begins (ENOSPC):
+  `storage_full`, and the trial is retried.
 
 Rates are set in a config table (`[faults]`) or on the command line (`--faults
 tool_hang=0.05,engine_error=0.05`); all are 0 by default, and a run with faults says so in its
@@ -32,6 +32,7 @@ import asyncio
 import errno
 import random
 import time
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ class FaultConfig(StrictModel):
     verifier_crash: float = _RATE
     disk_full: float = _RATE
     engine_stall_s: float = Field(2.0, ge=0, description="How long a stalled engine is silent.")
-    seed: int = Field(0, description="Draws are seeded by this and the trial's name.")
+    seed: int = Field(0, description="Seeds the draws (with the task and the attempt).")
 
     @property
     def active(self) -> bool:
@@ -92,13 +93,13 @@ class FaultConfig(StrictModel):
 
 
 class TrialFaults:
-    """The faults of one trial: draws seeded by the run's seed and the trial's name, and the
-    record of every fault injected."""
+    """The faults of one trial: draws seeded by `key` (the run's seed, the task and the
+    attempt's number), and the record of every fault injected."""
 
-    def __init__(self, config: FaultConfig, trial_name: str) -> None:
+    def __init__(self, config: FaultConfig, key: str) -> None:
         self.config = config
         self.events: list[dict[str, Any]] = []
-        self._rng = random.Random(f"{config.seed}/{trial_name}")
+        self._rng = random.Random(key)
         # The sandbox is killed before one of the first tool calls (0-based index), if at all.
         self.kill_sandbox_at: int | None = (
             self._rng.randrange(2) if self._rng.random() < config.sandbox_kill else None
@@ -130,13 +131,20 @@ class TrialFaults:
 
 
 class FaultInjector:
-    """Run-wide: hands each trial its `TrialFaults` (None when every rate is 0)."""
+    """Run-wide: hands each trial its `TrialFaults` (None when every rate is 0), seeded by the
+    run's seed, the task and how many attempts at it came before (retries included), so one
+    seed draws the same faults whatever order concurrent trials start in."""
 
     def __init__(self, config: FaultConfig | None) -> None:
         self.config = config if config is not None and config.active else None
+        self._attempts: Counter[str] = Counter()
 
-    def for_trial(self, trial_name: str) -> TrialFaults | None:
-        return None if self.config is None else TrialFaults(self.config, trial_name)
+    def for_trial(self, task_name: str) -> TrialFaults | None:
+        if self.config is None:
+            return None
+        number = self._attempts[task_name]
+        self._attempts[task_name] += 1
+        return TrialFaults(self.config, f"{self.config.seed}/{task_name}/{number}")
 
 
 class FaultySampler:

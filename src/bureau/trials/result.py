@@ -85,6 +85,9 @@ class TrialResult(BaseModel):
     verifier_reruns: list[dict[str, str]] = Field(default_factory=list)
     """Verifier runs that crashed before the one that counted (`TrialConfig.verifier_reruns`):
     each one's kind and message."""
+    task_defect: dict[str, Any] | None = None
+    """Set when this trial's verifier failed and so did the task's oracle
+    (`trials.defects`): the task is broken, and dropped for the rest of the run."""
     injected_faults: list[dict[str, Any]] = Field(default_factory=list)
     """Faults injected on purpose in this attempt (`trials.faults`): the truth a drill checks
     the analysis against."""

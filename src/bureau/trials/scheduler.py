@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING
 from bureau.sandbox.base import Runtime
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent
+from bureau.trials.defects import suspect
 from bureau.trials.result import TrialResult
 from bureau.trials.retry import NO_RETRIES, RetryPolicy, with_retries
 from bureau.trials.trial import TrialConfig, run_trial
 
 if TYPE_CHECKING:
     from bureau.judge import JudgeClient
+    from bureau.trials.defects import TaskDefects
     from bureau.trials.faults import FaultInjector
     from bureau.trials.pool import WarmPool
 
@@ -108,9 +110,11 @@ async def run_trials(
     judge: JudgeClient | None = None,
     retry: RetryPolicy = NO_RETRIES,
     faults: FaultInjector | None = None,
+    defects: TaskDefects | None = None,
 ) -> list[TrialResult]:
     """Run one trial per task, retrying what `retry` says to (`trials.retry`); results come
-    back in task order."""
+    back in task order. With `defects`, a trial whose verifier failed has the task's oracle
+    checked (`trials.defects`), and is marked `task_defect` when the oracle fails too."""
     config = config or SchedulerConfig()
     loop = asyncio.get_running_loop()
     # Sandbox calls block in threads; the default pool (cpu + 4) would serialize them.
@@ -136,6 +140,9 @@ async def run_trials(
                 retry,
                 trials_dir,
             )
+        if defects is not None and suspect(result) and await defects.check(task):
+            result.task_defect = defects.found[task.name]
+            result.write(trials_dir / result.trial_name)
         if on_result is not None:
             on_result(result)
         return result

@@ -100,7 +100,7 @@ async def run_trial(
     config = config or TrialConfig()
     gate = start_gate or nullcontext_async
     trial_dir = new_trial_dir(trials_dir, task)
-    injected = faults.for_trial(trial_dir.name) if faults is not None else None
+    injected = faults.for_trial(task.name) if faults is not None else None
     result = TrialResult(
         task_name=task.name,
         trial_name=trial_dir.name,
@@ -354,6 +354,8 @@ async def _verify(
         env = resolve_env_templates(task.config.verifier.env, dict(os.environ))
     except KeyError as exc:
         raise BureauSystemError(Kind.verifier_error, f"[verifier.env] {exc.args[0]}") from None
+    if faults is not None:  # the host writes the verifier's output into the trial folder
+        faults.check_disk(verifier_dir)
     command = 'exec bash "${BUREAU_TESTS_DIR:-/tests}/test.sh"'
     if faults is not None and faults.injected("verifier_crash", "verifier"):
         command = "kill -KILL $$"  # test.sh dies before it writes anything
@@ -368,8 +370,6 @@ async def _verify(
     if run.timed_out:
         raise BureauSystemError(Kind.verifier_timeout, f"test.sh ran past {timeout_s:.0f} s")
     shutil.rmtree(verifier_dir / "logs", ignore_errors=True)
-    if faults is not None:
-        faults.check_disk(verifier_dir)
     await asyncio.to_thread(sandbox.download, "/logs/verifier", verifier_dir)
     rewarded = any((verifier_dir / name).exists() for name in ("reward.json", "reward.txt"))
     if not rewarded and (verifier_dir / JUDGE_REQUESTS).exists():
