@@ -84,6 +84,31 @@ def config_choice(target: str, dotted: str) -> Callable[[str | None], str | None
     return check
 
 
+FaultsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--faults",
+        help="Drills: inject faults at these rates, e.g. tool_hang=0.05,engine_error=0.05 "
+        "(switches: tool_hang, tool_server_kill, sandbox_kill, engine_error, engine_stall, "
+        "judge_error, verifier_crash, disk_full; also engine_stall_s, seed).",
+    ),
+]
+
+
+def fault_overrides(spec: str | None) -> list[str]:
+    """`--faults a=0.1,b=0.2` as `faults.a=0.1` overrides; a bad entry is a usage error."""
+    if not spec:
+        return []
+    from bureau.trials.faults import FaultConfig
+
+    try:
+        config = FaultConfig.parse(spec)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise typer.BadParameter(str(exc), param_hint="--faults") from None
+    given = config.model_dump(exclude_unset=True)
+    return flag_overrides({f"faults.{key}": value for key, value in given.items()})
+
+
 def flag_overrides(flags: Mapping[str, Any]) -> list[str]:
     """`{"a.b": value}` -> `["a.b=<value as a TOML literal>"]`, leaving out flags not given."""
     overrides = []

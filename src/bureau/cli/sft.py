@@ -17,7 +17,13 @@ from typing import Annotated
 
 import typer
 
-from bureau.cli.options import SetOverrides, flag_overrides, load_or_exit
+from bureau.cli.options import (
+    FaultsOption,
+    SetOverrides,
+    fault_overrides,
+    flag_overrides,
+    load_or_exit,
+)
 
 bootstrap_app = typer.Typer(
     help="Scripted-teacher demonstrations for a base policy.", no_args_is_help=True
@@ -43,6 +49,7 @@ def record_command(
         str | None, typer.Option(help="bwrap (default) or none (UNSAFE: no sandbox).")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="TOML file of settings.")] = None,
+    faults: FaultsOption = None,
     set_: SetOverrides = None,
 ) -> None:
     """Record the scripted teacher on a starter dataset, through the real harness and tools."""
@@ -62,7 +69,7 @@ def record_command(
     from bureau.bootstrap.record import describe, record
     from bureau.config import dump_resolved_config
 
-    overrides = [*flag_overrides(flags), *(set_ or [])]
+    overrides = [*flag_overrides(flags), *fault_overrides(faults), *(set_ or [])]
     resolved = load_or_exit(RecordConfig, config, overrides, lambda s: typer.echo(s, err=True))
     dump_resolved_config(resolved, resolved.out)
     try:
