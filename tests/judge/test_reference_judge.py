@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from bureau.judge import JudgeClient, JudgeConfig, JudgeRequest
 from bureau.judge.reference import ReferenceJudgeServer, grade, reference_terms
 
@@ -36,3 +38,14 @@ def test_the_client_gets_verdicts_from_it() -> None:
                 return [(await judge.judge(ask)).passed for ask in asks]
 
     assert asyncio.run(main()) == [True, False]
+
+
+def test_workers_sharing_keys_split_every_limit() -> None:
+    config = JudgeConfig(url="http://x/v1", model="m", rpm_per_key=40, tpm_per_key=90_000)
+    part = config.share(3)
+    assert (part.rpm_per_key, part.tpm_per_key, part.max_concurrency) == (13, 30_000, 2)
+    assert 3 * part.rpm_per_key <= 40 and 3 * part.tpm_per_key <= 90_000
+    one = JudgeConfig(url="http://x/v1", model="m", rpm_per_key=8, max_concurrency=1).share(8)
+    assert (one.rpm_per_key, one.tpm_per_key, one.max_concurrency) == (1, None, 1)
+    with pytest.raises(ValueError, match="rpm_per_key = 2 cannot be split among 8 workers"):
+        JudgeConfig(url="http://x/v1", model="m", rpm_per_key=2).share(8)

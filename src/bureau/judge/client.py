@@ -69,6 +69,31 @@ class JudgeConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0)
     log_path: Path | None = None
 
+    def share(self, processes: int) -> JudgeConfig:
+        """The settings of one of `processes` clients that use the same keys: each gets an equal
+        part of every key's RPM and TPM and of the calls in flight (at least one call), so
+        together they stay within the limits without talking to each other. A limit smaller
+        than `processes` cannot be split: ValueError."""
+        if processes < 1:
+            raise ValueError(f"processes must be at least 1, not {processes}")
+        for name in ("rpm_per_key", "tpm_per_key"):
+            limit = getattr(self, name)
+            if limit is not None and limit < processes:
+                raise ValueError(
+                    f"judge {name} = {limit} cannot be split among {processes} workers"
+                )
+        return self.model_copy(
+            update={
+                "rpm_per_key": None
+                if self.rpm_per_key is None
+                else max(1, self.rpm_per_key // processes),
+                "tpm_per_key": None
+                if self.tpm_per_key is None
+                else max(1, self.tpm_per_key // processes),
+                "max_concurrency": max(1, self.max_concurrency // processes),
+            }
+        )
+
 
 def load_keys(config: JudgeConfig, environ: Mapping[str, str] | None = None) -> list[str]:
     """The API keys: each set variable of `key_env`, then each non-empty line of `key_file`."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from bureau.harness.loop import HarnessConfig
+from bureau.judge.client import JudgeConfig
 from bureau.loop.config import ToolLatencyConfig
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.records import TrajectoryRecord
@@ -28,8 +29,10 @@ from bureau.trials.defects import TaskDefects, suspect
 if TYPE_CHECKING:
     from bureau.harness.render import Renderer
     from bureau.inference.client import EngineClient, Sampler
+    from bureau.judge import JudgeClient
     from bureau.sandbox.base import Runtime
     from bureau.trials.agents import AgentContext, AgentResult
+    from bureau.trials.judging import MissingJudge
     from bureau.trials.mcp_link import ToolLink
     from bureau.trials.pool import WarmPool
     from bureau.trials.result import TrialResult
@@ -51,6 +54,10 @@ class WorkerSpec:
     warm_sandboxes: int = 2
     tool_latency: ToolLatencyConfig | None = None
     keep_trials: bool = True
+    judge: JudgeConfig | None = None
+    """This worker's share of the LLM judge (`JudgeConfig.share`); keys come from its own
+    environment or key file, never through the spec."""
+    missing_judge: MissingJudge = "fail"
 
 
 class LatencyLink:
@@ -113,6 +120,7 @@ class RolloutWorker:
         self.pool: WarmPool | None = None
         self.sampler: Sampler | None = None
         self.defects: TaskDefects | None = None
+        self.judge: JudgeClient | None = None
         self.clients: list[EngineClient] = []
         self.renderer: Renderer | None = None
         self._agent_cls = _agent_class()
@@ -139,6 +147,10 @@ class RolloutWorker:
             self.pool = WarmPool(self.runtime, trials / ".pool", size=self.spec.warm_sandboxes)
         self.clients = [EngineClient(url, self.spec.served_model) for url in self.spec.engine_urls]
         self.sampler = self.clients[0] if len(self.clients) == 1 else Router(self.clients)
+        if self.spec.judge is not None:
+            from bureau.judge import JudgeClient
+
+            self.judge = await JudgeClient(self.spec.judge).__aenter__()
         return self
 
     def _agent(self, request: RolloutRequest) -> Any:
@@ -165,13 +177,21 @@ class RolloutWorker:
         started = time.perf_counter()
         trials_dir = Path(self.spec.trials_dir) / request.purpose
         task = load_task_dir(request.task.path)
-        config = TrialConfig(max_agent_timeout_s=self.spec.agent_timeout_s)
+        config = TrialConfig(
+            max_agent_timeout_s=self.spec.agent_timeout_s, missing_judge=self.spec.missing_judge
+        )
         runtime = self.runtime
         # A machinery failure (a sandbox that did not start, an engine that was away) is
         # retried from scratch with a fresh agent: the record never mixes two attempts.
         result = await with_retries(
             lambda: run_trial(
-                task, self._agent(request), runtime, trials_dir, config, pool=self.pool
+                task,
+                self._agent(request),
+                runtime,
+                trials_dir,
+                config,
+                pool=self.pool,
+                judge=self.judge,
             ),
             RetryPolicy(),
             trials_dir,
@@ -197,6 +217,8 @@ class RolloutWorker:
         )
 
     async def close(self) -> None:
+        if self.judge is not None:
+            await self.judge.__aexit__(None, None, None)
         for client in self.clients:
             await client.aclose()
         if self.pool is not None:
