@@ -169,3 +169,17 @@ def test_the_trainer_scores_at_the_sampling_temperature(tmp_path: Path) -> None:
     clash = [*base, "rollout.harness.temperature=0.7", "trainer.temperature=1.0"]
     with pytest.raises(ConfigError, match=r"trainer\.temperature \(1\.0\) differs"):
         load_config(RunConfig, None, clash)
+
+
+def test_a_run_s_judge_and_faults_are_settings_with_checked_limits() -> None:
+    from bureau.loop.config import RunConfig
+
+    base = ["out=/r", "steps=1", "model.path=/m", "data.train=/d", "rollout.workers=4"]
+    judge = ['judge.url="http://127.0.0.1:9/v1"', 'judge.model="m"']
+    config = load_config(
+        RunConfig, None, [*base, *judge, "judge.rpm_per_key=40", "rollout.faults.tool_hang=0.05"]
+    )
+    assert config.judge is not None and config.judge.share(4).rpm_per_key == 10
+    assert config.rollout.faults.tool_hang == 0.05 and config.rollout.missing_judge == "fail"
+    with pytest.raises(ConfigError, match="rpm_per_key = 3 cannot be split among 4 workers"):
+        load_config(RunConfig, None, [*base, *judge, "judge.rpm_per_key=3"])

@@ -19,7 +19,9 @@ from bureau.algo.losses import PolicyLossConfig, PPOLossConfig
 from bureau.algo.reductions import ReductionConfig
 from bureau.config import StrictModel
 from bureau.harness.loop import HarnessConfig
+from bureau.judge.client import JudgeConfig
 from bureau.trainer.config import TrainerConfig
+from bureau.trials.faults import FaultConfig
 
 
 class ModelSection(StrictModel):
@@ -104,6 +106,10 @@ class RolloutSection(StrictModel):
     """Injected tool latency (benchmarks, or to simulate remote tools)."""
     keep_trials: bool = True
     """Keep each trial's directory (agent record, ATIF trajectory, verifier output)."""
+    missing_judge: Literal["fail", "skip"] = "fail"
+    """Tasks with LLM-judge criteria and no `[judge]`: a system error, or graded without them."""
+    faults: FaultConfig = Field(default_factory=FaultConfig)
+    """Faults to inject, for drills (`bureau.trials.faults`); none by default."""
 
 
 class AlgorithmSection(StrictModel):
@@ -214,9 +220,14 @@ class RunConfig(StrictModel):
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
     ray: RaySection = Field(default_factory=RaySection)
+    judge: JudgeConfig | None = None
+    """The LLM judge of judge criteria; each rollout worker gets an equal share of every key's
+    limits (`JudgeConfig.share`). Keys come from the environment or `key_file`."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
+        if self.judge is not None:
+            self.judge.share(self.rollout.workers)  # limits too small to split are an error
         if self.engines.kind == "url" and not self.engines.urls:
             raise ValueError("engines.kind = 'url' needs engines.urls")
         transport = self.weights.transport

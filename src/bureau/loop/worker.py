@@ -25,6 +25,7 @@ from bureau.loop.config import ToolLatencyConfig
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.records import TrajectoryRecord
 from bureau.trials.defects import TaskDefects, suspect
+from bureau.trials.faults import FaultConfig, FaultInjector
 
 if TYPE_CHECKING:
     from bureau.harness.render import Renderer
@@ -58,6 +59,8 @@ class WorkerSpec:
     """This worker's share of the LLM judge (`JudgeConfig.share`); keys come from its own
     environment or key file, never through the spec."""
     missing_judge: MissingJudge = "fail"
+    faults: FaultConfig | None = None
+    """Faults to inject (drills)."""
 
 
 class LatencyLink:
@@ -121,6 +124,7 @@ class RolloutWorker:
         self.sampler: Sampler | None = None
         self.defects: TaskDefects | None = None
         self.judge: JudgeClient | None = None
+        self.faults = FaultInjector(spec.faults)
         self.clients: list[EngineClient] = []
         self.renderer: Renderer | None = None
         self._agent_cls = _agent_class()
@@ -192,6 +196,7 @@ class RolloutWorker:
                 config,
                 pool=self.pool,
                 judge=self.judge,
+                faults=self.faults,
             ),
             RetryPolicy(),
             trials_dir,

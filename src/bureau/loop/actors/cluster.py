@@ -163,6 +163,9 @@ class RayRun:
                 warm_sandboxes=cfg.rollout.warm_sandboxes,
                 tool_latency=cfg.rollout.tool_latency,
                 keep_trials=cfg.rollout.keep_trials,
+                judge=cfg.judge.share(cfg.rollout.workers) if cfg.judge is not None else None,
+                missing_judge=cfg.rollout.missing_judge,
+                faults=cfg.rollout.faults,
             )
             options = self._options(cfg.rollout.worker_cpus, 0) | {
                 "max_restarts": cfg.rollout.max_worker_restarts,
