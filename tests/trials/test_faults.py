@@ -134,3 +134,16 @@ def test_injected_engine_faults_go_through_the_resends() -> None:
     with pytest.raises(BureauSystemError) as caught:
         asyncio.run(FaultySampler(Script(), stalled).complete([1], PARAMS))
     assert caught.value.kind == SystemErrorKind.engine_timeout
+
+
+def test_a_bad_faults_flag_is_a_usage_error_naming_the_switch(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "bureau.cli.main", "preeval", str(tmp_path), "--model",
+         str(tmp_path), "--faults", "tool_hung=0.1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "unknown switch 'tool_hung'" in done.stdout + done.stderr

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bureau.cli.options import SetOverrides
+from bureau.cli.options import FaultsOption, SetOverrides, fault_overrides
 
 if TYPE_CHECKING:
     from bureau.evaluation.report import EvalReport, GroupReport, MeanEstimate, RateEstimate
@@ -64,6 +64,7 @@ def eval_command(
         EvalIsolation | None, typer.Option(help="bwrap (default) or none (UNSAFE).")
     ] = None,
     harness_config: HarnessConfigOption = None,
+    faults: FaultsOption = None,
     set_: SetOverrides = None,
     seed: Annotated[
         int | None,
@@ -87,7 +88,7 @@ def eval_command(
         "isolation": isolation.value if isolation else None,
         "seed": seed,
     }
-    config = eval_config(flags, harness_config, set_)
+    config = eval_config(flags, harness_config, [*fault_overrides(faults), *(set_ or [])])
     out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
     run = run_with_progress(dataset, model, config, out, "eval trials")
     print_report(run.report)
@@ -159,6 +160,7 @@ def preeval_command(
     ] = None,
     max_tasks: MaxTasksOption = None,
     harness_config: HarnessConfigOption = None,
+    faults: FaultsOption = None,
     set_: SetOverrides = None,
 ) -> None:
     """Run a policy over a whole dataset at training concurrency and classify every trial.
@@ -176,7 +178,7 @@ def preeval_command(
         "engine_urls": engine_url,
         "max_tasks": max_tasks,
     }
-    config = eval_config(flags, harness_config, set_)
+    config = eval_config(flags, harness_config, [*fault_overrides(faults), *(set_ or [])])
     out = out or Path("runs") / f"preeval-{time.strftime('%Y%m%d-%H%M%S')}"
     run = run_with_progress(dataset, model, config, out, "pre-evaluation trials")
     found = taxonomy(load_results(out / "trials"))
