@@ -64,8 +64,9 @@ class SystemErrorKind(StrEnum):
     verdict is not this: the agent's text may have caused it, so the criterion fails."""
     storage_full = "storage_full"
     """The host's trial folder ran out of space (ENOSPC, EDQUOT) while bureau wrote to it. What
-    reaches the trial folder from the agent is bounded (its record by the token limits, its
-    files by the sandbox's storage quota), so this is the machinery's."""
+    reaches the trial folder from the agent is bounded (its record by the token limits), and
+    the files it hands to a separate verifier are left out when they do not fit, never a
+    system error; so this is the machinery's, and the trial is retried."""
     internal_error = "internal_error"
     """A bug in bureau (for example a completed trial without a reward). The machinery's."""
 

@@ -238,6 +238,7 @@ async def _separate_verifier(
         )
     staged = trial_dir / "artifacts"
     kept: list[tuple[str, Path]] = []
+    refused = []
     try:
         for source in artifact_sources(task):
             # Kept with the trial as Harbor keeps them: the convention folder's files at the
@@ -247,6 +248,12 @@ async def _separate_verifier(
                 await asyncio.to_thread(agent_sandbox.download, source, target)
             except (FileNotFoundError, BureauSystemError):
                 continue  # not produced, or not a file the sandbox hands out: Harbor skips it
+            except OSError as exc:
+                if not _disk_full(exc):
+                    raise
+                # The agent decides how much it hands over: a full disk here is not a retry.
+                refused.append(f"{source}: {exc}")
+                continue
             kept.append((source, target))
     finally:
         if not keep_agent_sandbox:
@@ -256,7 +263,6 @@ async def _separate_verifier(
     # verifier's storage, a tree no copy survives) is left out, as Harbor leaves out what it
     # refuses, and the verifier grades without it. Failing the trial instead would let an
     # agent turn its own output into a masked system error.
-    refused = []
     for source, copy in kept:
         try:
             await asyncio.to_thread(sandbox.upload, copy, source)
