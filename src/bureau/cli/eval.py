@@ -170,7 +170,7 @@ def preeval_command(
     system errors is above --max-system-error-rate: fix the machinery before training.
     """
     from bureau.cli.commands import console
-    from bureau.evaluation.preeval import gate_passes, load_results, taxonomy, write_preeval
+    from bureau.evaluation.preeval import summarize_preeval
 
     flags: dict[str, Any] = {
         "concurrency": concurrency,
@@ -181,11 +181,10 @@ def preeval_command(
     config = eval_config(flags, harness_config, [*fault_overrides(faults), *(set_ or [])])
     out = out or Path("runs") / f"preeval-{time.strftime('%Y%m%d-%H%M%S')}"
     run = run_with_progress(dataset, model, config, out, "pre-evaluation trials")
-    found = taxonomy(load_results(out / "trials"))
-    path = write_preeval(out, found, max_system_error_rate)
+    found, path, passed = summarize_preeval(out, max_system_error_rate)
     print_taxonomy(found, max_system_error_rate)
     console.print(f"{path} written in {run.wall_time_s:.1f} s")
-    raise typer.Exit(0 if gate_passes(found, max_system_error_rate) else 1)
+    raise typer.Exit(0 if passed else 1)
 
 
 def print_taxonomy(found: dict[str, Any], max_rate: float) -> None:

@@ -18,6 +18,14 @@ def train_command(
         list[str] | None,
         typer.Option("--set", help="Override a key: --set async.max_staleness=2 (repeatable)."),
     ] = None,
+    preeval: Annotated[
+        bool | None,
+        typer.Option(
+            "--preeval/--no-preeval",
+            help="Pre-evaluate the starting policy on the training tasks first, and train only "
+            "if its system-error gate passes (the config's preeval.enabled otherwise).",
+        ),
+    ] = None,
     ray_address: Annotated[
         str | None, typer.Option(help="An existing Ray cluster (ray start --head gives it).")
     ] = None,
@@ -30,6 +38,8 @@ def train_command(
     from bureau.loop.config import RunConfig
 
     overrides = list(set_ or [])
+    if preeval is not None:
+        overrides.append(f"preeval.enabled={'true' if preeval else 'false'}")
     if ray_address:
         overrides.append(f'ray.address="{ray_address}"')
     if out is not None:
@@ -46,6 +56,7 @@ def train_command(
 
     console = Console()
     progress = StepLine(console, run_config.steps) if run_config.logging.progress else None
+    from bureau.evaluation.preeval import PreevalFailed
     from bureau.loop.controller import LoopStalled
 
     try:
@@ -54,7 +65,7 @@ def train_command(
             say=lambda line: console.print(line, highlight=False),
             on_step=progress,
         )
-    except LoopStalled as error:
+    except (LoopStalled, PreevalFailed) as error:
         console.print(f"[red]error:[/] {error}", highlight=False)
         raise typer.Exit(1) from None
     console.print(f"reached step {step}; run folder {run_config.out}")

@@ -87,6 +87,27 @@ def gate_passes(found: dict[str, Any], max_rate: float = DEFAULT_MAX_RATE) -> bo
     return bool(found["trials"]) and found["system_error_rate"] <= max_rate
 
 
+def summarize_preeval(out: Path, max_rate: float) -> tuple[dict[str, Any], Path, bool]:
+    """The taxonomy of the trials in `out/trials`, written to `out/preeval.json`; with the
+    file and whether the gate passes."""
+    found = taxonomy(load_results(out / "trials"))
+    return found, write_preeval(out, found, max_rate), gate_passes(found, max_rate)
+
+
+class PreevalFailed(RuntimeError):
+    """The pre-evaluation's gate failed: too many system errors to train on."""
+
+    def __init__(self, found: dict[str, Any], path: Path, max_rate: float) -> None:
+        defects = len(found.get("task_defects", []))
+        super().__init__(
+            f"pre-evaluation: system errors in {found['system_error_rate']:.2%} of "
+            f"{found['trials']} trials, above the gate of {max_rate:.2%}"
+            + (f"; {defects} broken task(s)" if defects else "")
+            + f": see {path} and its example trials, fix the machinery, then train"
+        )
+        self.found, self.path = found, path
+
+
 def write_preeval(out: Path, found: dict[str, Any], max_rate: float) -> Path:
     document = {
         "format": "bureau-preeval/1",

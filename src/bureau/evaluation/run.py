@@ -27,6 +27,7 @@ from bureau.config import StrictModel, dump_resolved_config
 from bureau.evaluation.attempts import attempt_from_trial
 from bureau.evaluation.report import AttemptRow, EvalReport, summarize_attempts
 from bureau.harness.loop import HarnessConfig
+from bureau.judge.client import JudgeConfig
 from bureau.tasks.dataset import UNKNOWN, load_dataset
 from bureau.tasks.support import require_runnable
 from bureau.tasks.taskdir import TaskDir, load_task_dir
@@ -71,6 +72,10 @@ class EvalConfig(StrictModel):
     training; the failed attempts stay in the trials folder."""
     faults: FaultConfig = Field(default_factory=FaultConfig)
     """Faults to inject on purpose, for drills (`bureau.trials.faults`); none by default."""
+    judge: JudgeConfig | None = None
+    """The LLM judge of judge criteria (keys from the environment or its key file)."""
+    missing_judge: Literal["fail", "skip"] = "fail"
+    """Judge criteria without a judge: a system error, or graded without them."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +212,7 @@ def _run_trials(
     from bureau.harness.agent import HarnessAgent, complete_record, harness_tool_groups
     from bureau.harness.render import Renderer
     from bureau.inference.session import engine_session
+    from bureau.judge import JudgeClient
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
     from bureau.trials.defects import TaskDefects
@@ -242,13 +248,20 @@ def _run_trials(
                 )
 
             async def main() -> list[TrialResult]:
+                judge = JudgeClient(config.judge) if config.judge is not None else None
                 try:
+                    if judge is not None:
+                        await judge.__aenter__()
                     return await run_trials(
                         attempts,
                         make_agent,
                         runtime,
                         trials_dir,
-                        trial_config=TrialConfig(max_agent_timeout_s=config.agent_timeout_s),
+                        trial_config=TrialConfig(
+                            max_agent_timeout_s=config.agent_timeout_s,
+                            missing_judge=config.missing_judge,
+                        ),
+                        judge=judge,
                         config=SchedulerConfig(
                             concurrency=config.concurrency, max_starting=config.max_starting
                         ),
@@ -258,6 +271,8 @@ def _run_trials(
                         defects=TaskDefects(runtime, out / "oracle-checks"),
                     )
                 finally:
+                    if judge is not None:
+                        await judge.__aexit__(None, None, None)
                     for client in clients:
                         await client.aclose()
 

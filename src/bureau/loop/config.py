@@ -191,6 +191,16 @@ class RaySection(StrictModel):
     """Ray GPUs per trainer rank."""
 
 
+class PreevalSection(StrictModel):
+    enabled: bool = False
+    """Run the policy over the training tasks first (`bureau preeval`, at the rollout
+    concurrency, with the rollout's harness), and start training only when the gate passes."""
+    max_system_error_rate: float = Field(default=0.005, ge=0, le=1)
+    """The gate: system errors at most this share of the trials."""
+    max_tasks: int | None = Field(default=None, ge=1)
+    """Only the first N training tasks (a quicker, weaker check)."""
+
+
 class RunConfig(StrictModel):
     """Everything `bureau train` needs; see configs/ for examples."""
 
@@ -220,6 +230,7 @@ class RunConfig(StrictModel):
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     logging: LoggingSection = Field(default_factory=LoggingSection)
     ray: RaySection = Field(default_factory=RaySection)
+    preeval: PreevalSection = Field(default_factory=PreevalSection)
     judge: JudgeConfig | None = None
     """The LLM judge of judge criteria; each rollout worker gets an equal share of every key's
     limits (`JudgeConfig.share`). Keys come from the environment or `key_file`."""

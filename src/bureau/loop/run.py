@@ -12,6 +12,8 @@ import asyncio
 import json
 import signal
 from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bureau.config import dump_resolved_config
 from bureau.loop import checkpoints
@@ -19,6 +21,10 @@ from bureau.loop.config import RunConfig
 from bureau.loop.controller import Controller, LoopSettings
 from bureau.loop.data import TaskStream, load_tasks
 from bureau.loop.metrics import MetricsLog, truncate_metrics
+from bureau.loop.rollout import TaskRef
+
+if TYPE_CHECKING:
+    from bureau.evaluation.run import EvalConfig
 
 Say = Callable[[str], None]
 
@@ -42,6 +48,54 @@ def settings_of(config: RunConfig) -> LoopSettings:
     )
 
 
+def preeval_config(config: RunConfig) -> EvalConfig:
+    """The pre-evaluation's settings: the rollout's harness, concurrency, isolation, retries,
+    judge and faults, and an engine serving the starting policy."""
+    from bureau.evaluation.run import EvalConfig
+
+    return EvalConfig(
+        concurrency=config.rollout.max_in_flight,
+        isolation=config.rollout.isolation,
+        agent_timeout_s=config.rollout.agent_timeout_s,
+        engine=config.engines.kind,
+        engine_urls=list(config.engines.urls),
+        seed=config.seed,
+        harness=config.rollout.harness,
+        faults=config.rollout.faults,
+        judge=config.judge,
+        missing_judge=config.rollout.missing_judge,
+    )
+
+
+def preevaluate(config: RunConfig, tasks: list[TaskRef], say: Say) -> dict[str, Any]:
+    """Run the starting policy over the training tasks (`bureau preeval`'s trials and
+    taxonomy, into `out/preeval/`); raise `PreevalFailed` when the gate fails."""
+    from bureau.evaluation.preeval import PreevalFailed, summarize_preeval
+    from bureau.evaluation.run import EvalTask, run_eval
+    from bureau.tasks.taskdir import load_task_dir
+
+    gate = config.preeval.max_system_error_rate
+    chosen = tasks[: config.preeval.max_tasks] if config.preeval.max_tasks else tasks
+    say(f"pre-evaluation: {len(chosen)} tasks at concurrency {config.rollout.max_in_flight}")
+    out = config.out / "preeval"
+    run_eval(
+        config.data.train,
+        [EvalTask(load_task_dir(Path(t.path)), t.domain) for t in chosen],
+        config.model.path,
+        preeval_config(config),
+        out,
+    )
+    found, path, passed = summarize_preeval(out, gate)
+    say(
+        f"pre-evaluation: {found['completed']['count']} of {found['trials']} trials completed "
+        f"(mean reward {found['completed']['mean_reward']}), system errors "
+        f"{found['system_error_rate']:.2%} (gate {gate:.2%}): {path}"
+    )
+    if not passed:
+        raise PreevalFailed(found, path, gate)
+    return found
+
+
 def train(
     config: RunConfig, *, say: Say = print, on_step: Callable[..., None] | None = None
 ) -> int:
@@ -61,6 +115,8 @@ def train(
     tasks = load_tasks(config.data.train, config.data.train_filter)
     eval_tasks = load_tasks(config.data.eval, config.data.eval_filter) if config.data.eval else []
     say(f"{len(tasks)} training tasks, {len(eval_tasks)} held-out tasks")
+    if config.preeval.enabled and resume is None:
+        preevaluate(config, tasks, say)
     started_ray = connect_ray(config)
     run = RayRun(config, say)
     sink = MetricsLog(out, tensorboard=config.logging.tensorboard)
