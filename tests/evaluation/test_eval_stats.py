@@ -94,3 +94,13 @@ def test_k_levels() -> None:
     assert k_levels(8) == [1, 2, 4, 8]
     with pytest.raises(ValueError):
         k_levels(0)
+
+
+def test_paired_differences_compare_task_means_on_shared_tasks() -> None:
+    from bureau.evaluation.stats import paired_task_differences
+
+    run = [("a", 1.0), ("a", 0.0), ("b", 1.0), ("c", 0.5)]
+    base = [("a", 1.0), ("b", 0.25), ("b", 0.75), ("d", 1.0)]
+    # a: 0.5 - 1.0; b: 1.0 - 0.5; c and d are in one run only.
+    assert paired_task_differences(run, base) == [-0.5, 0.5]
+    assert paired_task_differences([], base) == []

@@ -96,3 +96,20 @@ def k_levels(k: int) -> list[int]:
         power *= 2
     levels.append(k)
     return levels
+
+
+def paired_task_differences(
+    run: Sequence[tuple[str, float]], against: Sequence[tuple[str, float]]
+) -> list[float]:
+    """Per task, the mean of `run`'s values minus the mean of `against`'s, for the tasks both
+    have ((task, value) pairs; several attempts per task allowed), in task order. Comparing
+    the same tasks keeps the spread between easy and hard tasks out of the difference."""
+
+    def means(pairs: Sequence[tuple[str, float]]) -> dict[str, float]:
+        values: dict[str, list[float]] = {}
+        for task, value in pairs:
+            values.setdefault(task, []).append(value)
+        return {task: math.fsum(v) / len(v) for task, v in values.items()}
+
+    mine, theirs = means(run), means(against)
+    return [mine[task] - theirs[task] for task in sorted(mine.keys() & theirs.keys())]

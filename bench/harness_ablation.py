@@ -1,0 +1,130 @@
+"""The harness fixes, each switched off in turn, against all on: the same policy, the same
+eval tasks, side by side in one run.
+
+The fixes: regeneration after an unparsable tool call (`max_parse_retries`: the model is told
+what was wrong and samples again; off = the episode ends at the first unparsable call), tool
+output truncation (`max_tool_output_chars`: a long result keeps its head and tail; off = the
+whole result enters the context), and the context notice (`context_warning_fraction`: one
+warning when the context runs low; off = none). Each setting runs `bureau eval`'s trials
+(sandboxes, tools, built-in engine) with a fixed sampling seed per attempt, so the settings
+differ only where the fix acts. Printed: mean reward and Pass@1 with 95% intervals per
+setting, and the paired per-task difference against all-on with its bootstrap interval.
+
+Layout-aware PDF reading has no switch yet: the tool server reads every PDF layout-aware.
+
+    .venv/bin/python bench/harness_ablation.py --model runs/demo/rl/weights \\
+        --tasks runs/demo/starter-eval --attempts 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bureau.evaluation.report import AttemptRow
+from bureau.evaluation.run import EvalConfig, load_eval_tasks, run_eval
+from bureau.evaluation.stats import bootstrap_mean_interval, paired_task_differences
+from bureau.harness.loop import HarnessConfig
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "all on": {},
+    "no regeneration after a parse failure": {"max_parse_retries": 0},
+    "no tool output truncation": {"max_tool_output_chars": 10_000_000},
+    "no context notice": {"context_warning_fraction": 0.0},
+}
+
+
+def settings_of(base: HarnessConfig) -> dict[str, HarnessConfig]:
+    return {name: base.model_copy(update=change) for name, change in SETTINGS.items()}
+
+
+def base_harness(path: Path | None) -> HarnessConfig:
+    """The harness the policy was trained with: a run config's [rollout.harness], a harness
+    TOML, or the bootstrap's teacher harness."""
+    import tomllib
+
+    from bureau.bootstrap.config import teacher_harness
+
+    if path is None:
+        return teacher_harness()
+    tree = tomllib.loads(path.read_text())
+    return HarnessConfig.model_validate(tree.get("rollout", {}).get("harness", tree))
+
+
+def graded(rows: list[AttemptRow], field: str) -> list[tuple[str, float]]:
+    return [
+        (r.task, float(r.passed) if field == "pass" else float(r.reward or 0.0))
+        for r in rows
+        if not r.excluded
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, required=True, help="A checkpoint folder.")
+    parser.add_argument("--tasks", type=Path, required=True, help="Eval dataset folder.")
+    parser.add_argument("--harness", type=Path, default=None, help="Run config or harness TOML.")
+    parser.add_argument("--attempts", type=int, default=4)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("runs/harness-ablation"))
+    args = parser.parse_args()
+    tasks = load_eval_tasks(args.tasks)
+    results: dict[str, Any] = {}
+    rows_of: dict[str, list[AttemptRow]] = {}
+    for name, harness in settings_of(base_harness(args.harness)).items():
+        config = EvalConfig(
+            attempts=args.attempts, concurrency=args.concurrency, seed=args.seed, harness=harness
+        )
+        started = time.perf_counter()
+        run = run_eval(args.tasks, tasks, args.model, config, args.out / name.replace(" ", "-"))
+        rows_of[name] = run.rows
+        overall = run.report.overall
+        results[name] = {
+            "mean_reward": overall.mean_reward.model_dump(),
+            "pass_at_1": overall.pass_at_1.model_dump(),
+            "graded": overall.graded,
+            "system_errors": overall.system_errors,
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    base = rows_of["all on"]
+    for name, rows in rows_of.items():
+        for field, key in (("reward", "reward_diff"), ("pass", "pass_diff")):
+            diffs = paired_task_differences(graded(rows, field), graded(base, field))
+            mean = sum(diffs) / len(diffs) if diffs else None
+            results[name][key] = {
+                "mean": mean,
+                "interval": bootstrap_mean_interval(diffs, seed=args.seed),
+            }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ablation.json").write_text(json.dumps(results, indent=2) + "\n")
+    print("| setting | mean reward [95% CI] | Pass@1 [95% CI] | Δ reward | Δ Pass@1 |")
+    print("|---|---|---|---|---|")
+    for name, r in results.items():
+        print(
+            f"| {name} | {_estimate(r['mean_reward'])} | {_estimate(r['pass_at_1'])} "
+            f"| {_diff(r['reward_diff'])} | {_diff(r['pass_diff'])} |"
+        )
+    print(f"{args.out / 'ablation.json'} written")
+
+
+def _estimate(e: dict[str, Any]) -> str:
+    value = e.get("rate", e.get("mean"))
+    low, high = e.get("low"), e.get("high")
+    if value is None:
+        return "n/a"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]" if low is not None else f"{value:.3f}"
+
+
+def _diff(d: dict[str, Any]) -> str:
+    if d["mean"] is None:
+        return "n/a"
+    low, high = d["interval"]
+    return f"{d['mean']:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+if __name__ == "__main__":
+    main()
