@@ -9,12 +9,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from answer_task import answer_task
 
 from bureau.evaluation.preeval import load_results, taxonomy
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import TaskRef
 from bureau.sandbox import get_runtime
-from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import NopAgent
 from bureau.trials.defects import TaskDefects
 from bureau.trials.result import TrialResult
@@ -28,24 +28,10 @@ echo 1 > /logs/verifier/reward.txt
 """
 
 
-def make_task(root: Path, name: str, test_sh: str) -> TaskDir:
-    path = root / name
-    for sub in ("environment/workspace/output", "tests", "solution"):
-        (path / sub).mkdir(parents=True)
-    (path / "instruction.md").write_text("Write 42 to output/answer.txt.\n")
-    (path / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
-    (path / "tests" / "test.sh").write_text(test_sh)
-    (path / "solution" / "solve.sh").write_text("#!/bin/bash\necho 42 > output/answer.txt\n")
-    (path / "task.toml").write_text(
-        f'[task]\nname = "bureau/{name}"\n[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 30\n'
-    )
-    return load_task_dir(path)
-
-
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 def test_a_verifier_that_fails_on_the_oracle_marks_its_task_broken(tmp_path: Path) -> None:
-    broken = make_task(tmp_path, "broken", BROKEN)
-    fragile = make_task(tmp_path, "fragile", FRAGILE)
+    broken = answer_task(tmp_path, "broken", BROKEN)
+    fragile = answer_task(tmp_path, "fragile", FRAGILE)
     runtime = get_runtime("local", isolation="bwrap")
     defects = TaskDefects(runtime, tmp_path / "oracle-checks")
     try:

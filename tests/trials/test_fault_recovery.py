@@ -14,12 +14,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from answer_task import answer_task
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.harness.agent import MCPTools
 from bureau.sandbox import get_runtime
 from bureau.sandbox.base import Runtime
-from bureau.tasks.taskdir import TaskDir, load_task_dir
+from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent, AgentContext, AgentResult, OracleAgent
 from bureau.trials.faults import FaultConfig, FaultInjector, TrialFaults
 from bureau.trials.mcp_link import ToolLink
@@ -40,15 +41,8 @@ FLAKY = "if [ ! -e /tmp/ran-once ]; then touch /tmp/ran-once; kill -KILL $$; fi"
 
 
 def make_task(root: Path, *, flaky: bool = False) -> TaskDir:
-    path = root / ("flaky" if flaky else "task")
-    for sub in ("environment/workspace/output", "tests", "solution"):
-        (path / sub).mkdir(parents=True)
-    (path / "instruction.md").write_text("Write 42 to output/answer.txt.\n")
-    (path / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
-    (path / "tests" / "test.sh").write_text(TEST_SH.format(flaky=FLAKY if flaky else ""))
-    (path / "solution" / "solve.sh").write_text("#!/bin/bash\necho 42 > output/answer.txt\n")
-    (path / "task.toml").write_text("[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 30\n")
-    return load_task_dir(path)
+    name = "flaky" if flaky else "task"
+    return answer_task(root, name, TEST_SH.format(flaky=FLAKY if flaky else ""))
 
 
 @pytest.fixture(scope="module")

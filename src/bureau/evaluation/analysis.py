@@ -127,36 +127,21 @@ def _tool_incidents(record: dict[str, Any]) -> list[Incident]:
         index, sent = sent, sent + 1
         where = {"turn": call["turn"], "call": index}
         text = outputs.get(call["call_id"], "")
+        code_tool = call["name"].startswith("code_")
+        missing = _MISSING_DEPENDENCY.search(text) if code_tool else None
         if call["outcome"] == "tool_failed":
             found.append(
                 Incident("tool_defect", "tool_failed", call["name"], **where, recovered=True)
             )
-        elif call["outcome"] == "tool_error":
-            if call["name"].startswith("code_") and _MISSING_DEPENDENCY.search(text):
-                line = _MISSING_DEPENDENCY.search(text)
-                found.append(
-                    Incident(
-                        "missing_dependency",
-                        "missing_dependency",
-                        line.group(0) if line else "",
-                        **where,
-                    )
-                )
-            elif not call["name"].startswith("code_") and text.startswith("internal_error"):
-                found.append(
-                    Incident(
-                        "tool_defect", "internal_error", f"{call['name']}: {text[:120]}", **where
-                    )
-                )
-        elif call["name"].startswith("code_") and _MISSING_DEPENDENCY.search(text):
-            match = _MISSING_DEPENDENCY.search(text)
+        elif missing is not None:  # in the program's output, whether or not it failed
             found.append(
-                Incident(
-                    "missing_dependency",
-                    "missing_dependency",
-                    match.group(0) if match else "",
-                    **where,
-                )
+                Incident("missing_dependency", "missing_dependency", missing.group(0), **where)
+            )
+        elif (
+            call["outcome"] == "tool_error" and not code_tool and text.startswith("internal_error")
+        ):
+            found.append(
+                Incident("tool_defect", "internal_error", f"{call['name']}: {text[:120]}", **where)
             )
     return found
 

@@ -511,21 +511,18 @@ async def _prepare_step(
 
 async def _clear_verifier_logs(sandbox: Sandbox) -> None:
     """Before a verifier's rerun: nothing of the crashed run's output."""
-    await asyncio.to_thread(
-        sandbox.exec,
-        ["bash", "-c", "rm -rf /logs/verifier/* /logs/verifier/.[!.]*"],
-        timeout_s=60,
-        phase="full",
-    )
+    await _empty_inside(sandbox, "/logs/verifier")
 
 
 async def _reset_verifier_folders(sandbox: Sandbox) -> None:
     """Before a shared verifier of a later step: no tests or rewards of an earlier one."""
+    await _empty_inside(sandbox, "/tests", "/logs/verifier")
+
+
+async def _empty_inside(sandbox: Sandbox, *folders: str) -> None:
+    globs = " ".join(f"{folder}/* {folder}/.[!.]*" for folder in folders)
     await asyncio.to_thread(
-        sandbox.exec,
-        ["bash", "-c", "rm -rf /tests/* /tests/.[!.]* /logs/verifier/* /logs/verifier/.[!.]*"],
-        timeout_s=60,
-        phase="full",
+        sandbox.exec, ["bash", "-c", f"rm -rf {globs}"], timeout_s=60, phase="full"
     )
 
 
