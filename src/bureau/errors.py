@@ -45,7 +45,9 @@ class SystemErrorKind(StrEnum):
     files cannot fill or stall it: the machinery's."""
     verifier_error = "verifier_error"
     """The verifier could not run or its output could not be read. The machinery's (the
-    agent's files are read with caps and a malformed deliverable fails its criterion)."""
+    agent's files are read with caps and a malformed deliverable fails its criterion). Where
+    the task's oracle then passes the same verifier, the agent's output broke it: the trial is
+    graded 0 instead (`bureau.trials.defects`)."""
     reward_file_missing = "reward_file_missing"
     """The verifier finished without writing a reward. The reward files are emptied and owned
     by the verifier phase, out of the agent's reach, so this is the task's or bureau's bug."""

@@ -1,5 +1,5 @@
 """Task defects: a verifier that fails on the oracle too drops its task; one that passes on the
-oracle does not. And the preeval taxonomy and the training stream follow."""
+oracle makes the trial the agent's 0. And the preeval taxonomy and the training stream follow."""
 
 from __future__ import annotations
 
@@ -42,11 +42,13 @@ def test_a_verifier_that_fails_on_the_oracle_marks_its_task_broken(tmp_path: Pat
         )
     finally:
         runtime.close()
-    assert [r.status for r in results] == ["reward_file_missing"] * 3
+    assert [r.status for r in results] == ["reward_file_missing"] * 2 + ["completed"]
     assert results[0].task_defect is not None and results[1].task_defect is not None
     assert results[0].task_defect["status"] == "reward_file_missing"
     assert Path(results[0].task_defect["oracle_trial"]).is_dir()
-    assert results[2].task_defect is None  # the oracle passes: not the task's defect
+    # The oracle passes the fragile verifier: the agent's output broke it, a graded 0.
+    assert results[2].task_defect is None and results[2].reward == 0.0
+    assert "verifier_failed_on_output" in (results[2].verifier_result or {})
     assert [d["task"] for d in defects.report()] == ["bureau/broken"]
     assert len(list((tmp_path / "oracle-checks").iterdir())) == 2  # one oracle run per task
     found = taxonomy(load_results(tmp_path / "trials"))

@@ -215,6 +215,10 @@ def read_attempt(trial_dir: Path, final: bool, meta_cache: dict[str, dict[str, A
         incidents.append(Incident(cause, result.status, message[:200], recovered=not final))
     if final:
         _root_cause(attempt, record, grading)
+        if attempt.root_cause == "model" and "verifier_failed_on_output" in (
+            result.verifier_result or {}
+        ):
+            attempt.detail = "its output broke the verifier (the oracle's did not)"
     return attempt
 
 

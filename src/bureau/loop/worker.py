@@ -205,7 +205,9 @@ class RolloutWorker:
         # and the controller drops it (`trials.defects`).
         defect = False
         if self.defects is not None and suspect(result):
-            defect = await self.defects.check(task)
+            await self.defects.settle(task, result)
+            result.write(trials_dir / result.trial_name)
+            defect = result.task_defect is not None
         record = join_record(result, trials_dir, request)
         if not self.spec.keep_trials:
             import shutil

@@ -9,6 +9,11 @@ verifier is dropped for the rest of the run and reported with the oracle's trial
 
 An oracle that fails for another reason (its sandbox did not start, say) proves nothing, and
 the task stays.
+
+When the oracle passes the same verifier, the verifier works and it was the agent's output
+that broke it (its reruns crashed on that output too): the trial is the agent's failure,
+graded 0 (`settle`), never a masked trial a policy could learn to produce. A verifier timeout
+is left masked: a loaded machine can cause one.
 """
 
 from __future__ import annotations
@@ -20,11 +25,15 @@ from typing import Any
 from bureau.errors import SystemErrorKind as Kind
 from bureau.sandbox.base import Runtime
 from bureau.tasks.taskdir import TaskDir
-from bureau.trials.result import TrialResult
+from bureau.trials.result import COMPLETED, TrialResult
 
 VERIFIER_KINDS = frozenset(
     {Kind.verifier_error.value, Kind.reward_file_missing.value, Kind.verifier_timeout.value}
 )
+
+
+OUTPUT_KINDS = frozenset({Kind.verifier_error.value, Kind.reward_file_missing.value})
+"""Verifier failures the agent's output can cause (a timeout is left to the machine)."""
 
 
 def suspect(result: TrialResult) -> bool:
@@ -67,6 +76,21 @@ class TaskDefects:
             "message": message[:300],
         }
         return True
+
+    async def settle(self, task: TaskDir, result: TrialResult) -> None:
+        """After a trial whose verifier failed: mark the task broken, or, when the oracle
+        passes, grade the trial 0 as the agent's (see the module docstring)."""
+        if not suspect(result):
+            return
+        if await self.check(task):
+            result.task_defect = self.found[task.name]
+        elif result.status in OUTPUT_KINDS:
+            message = result.exception_info.exception_message if result.exception_info else ""
+            result.status, result.reward, result.exception_info = COMPLETED, 0.0, None
+            result.verifier_result = {
+                "rewards": {"reward": 0.0},
+                "verifier_failed_on_output": message[:300],
+            }
 
     def report(self) -> list[dict[str, Any]]:
         return [self.found[name] for name in sorted(self.found)]

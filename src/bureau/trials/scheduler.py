@@ -114,7 +114,8 @@ async def run_trials(
 ) -> list[TrialResult]:
     """Run one trial per task, retrying what `retry` says to (`trials.retry`); results come
     back in task order. With `defects`, a trial whose verifier failed has the task's oracle
-    checked (`trials.defects`), and is marked `task_defect` when the oracle fails too."""
+    checked (`trials.defects`): marked `task_defect` when the oracle fails too, graded 0 as
+    the agent's when the oracle passes."""
     config = config or SchedulerConfig()
     loop = asyncio.get_running_loop()
     # Sandbox calls block in threads; the default pool (cpu + 4) would serialize them.
@@ -140,8 +141,8 @@ async def run_trials(
                 retry,
                 trials_dir,
             )
-        if defects is not None and suspect(result) and await defects.check(task):
-            result.task_defect = defects.found[task.name]
+        if defects is not None and suspect(result):
+            await defects.settle(task, result)
             result.write(trials_dir / result.trial_name)
         if on_result is not None:
             on_result(result)
