@@ -12,8 +12,10 @@ setting, and the paired per-task difference against all-on with its bootstrap in
 
 Layout-aware PDF reading has no switch yet: the tool server reads every PDF layout-aware.
 
-    .venv/bin/python bench/harness_ablation.py --model runs/demo/rl/weights \\
-        --tasks runs/demo/starter-eval --attempts 4
+    make demo   # the bootstrapped and RL-trained CPU policy, and its held-out worlds
+    .venv/bin/python bench/harness_ablation.py --model runs/demo/rl/run/weights \\
+        --tasks runs/demo/rl/eval --template law.starter_register_value \\
+        --harness runs/demo/rl/run/config.resolved.toml --attempts 3
 """
 
 from __future__ import annotations
@@ -54,6 +56,27 @@ def base_harness(path: Path | None) -> HarnessConfig:
     return HarnessConfig.model_validate(tree.get("rollout", {}).get("harness", tree))
 
 
+def fixes_acted(parquet: Path) -> dict[str, int]:
+    """How often each fix had something to act on: unparsable tool calls (each answered with
+    a correction when regeneration is on), tool results past the limit, context notices."""
+    from bureau.records import read_parquet
+
+    records = read_parquet(parquet)
+    notice = "Notice: only about"
+    return {
+        "trajectories": len(records),
+        "unparsable calls": sum(1 for r in records for t in r.turns if t.parse_error),
+        "ended on unparsable calls": sum(r.stop_reason == "parse_failures" for r in records),
+        "truncated results": sum(1 for r in records for c in r.tool_calls if c.truncated),
+        "context notices": sum(
+            1
+            for r in records
+            for m in r.messages
+            if m.get("role") == "user" and str(m.get("content", "")).startswith(notice)
+        ),
+    }
+
+
 def graded(rows: list[AttemptRow], field: str) -> list[tuple[str, float]]:
     return [
         (r.task, float(r.passed) if field == "pass" else float(r.reward or 0.0))
@@ -67,12 +90,19 @@ def main() -> None:
     parser.add_argument("--model", type=Path, required=True, help="A checkpoint folder.")
     parser.add_argument("--tasks", type=Path, required=True, help="Eval dataset folder.")
     parser.add_argument("--harness", type=Path, default=None, help="Run config or harness TOML.")
+    parser.add_argument("--template", action="append", help="Only tasks of these templates.")
     parser.add_argument("--attempts", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/harness-ablation"))
     args = parser.parse_args()
-    tasks = load_eval_tasks(args.tasks)
+    tasks = [
+        t
+        for t in load_eval_tasks(args.tasks)
+        if not args.template or t.task.config.metadata.get("template") in args.template
+    ]
+    if not tasks:
+        parser.error(f"{args.tasks}: no task of templates {args.template}")
     results: dict[str, Any] = {}
     rows_of: dict[str, list[AttemptRow]] = {}
     for name, harness in settings_of(base_harness(args.harness)).items():
@@ -83,12 +113,14 @@ def main() -> None:
         run = run_eval(args.tasks, tasks, args.model, config, args.out / name.replace(" ", "-"))
         rows_of[name] = run.rows
         overall = run.report.overall
+        acted = fixes_acted(run.out / "trajectories.parquet")
         results[name] = {
             "mean_reward": overall.mean_reward.model_dump(),
             "pass_at_1": overall.pass_at_1.model_dump(),
             "graded": overall.graded,
             "system_errors": overall.system_errors,
             "wall_s": round(time.perf_counter() - started, 1),
+            "fixes_acted": acted,
         }
     base = rows_of["all on"]
     for name, rows in rows_of.items():
@@ -108,6 +140,9 @@ def main() -> None:
             f"| {name} | {_estimate(r['mean_reward'])} | {_estimate(r['pass_at_1'])} "
             f"| {_diff(r['reward_diff'])} | {_diff(r['pass_diff'])} |"
         )
+    for name, r in results.items():
+        acted = ", ".join(f"{k} {v}" for k, v in r["fixes_acted"].items())
+        print(f"{name}: {acted}")
     print(f"{args.out / 'ablation.json'} written")
 
 
