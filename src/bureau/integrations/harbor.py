@@ -54,10 +54,8 @@ import contextlib
 import dataclasses
 import fnmatch
 import functools
-import os
 import posixpath
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -193,17 +191,9 @@ def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Kill a spawned command with everything it started.
-
-    The local runtime starts each command as the leader of a new session, and the death of the
-    outer bwrap takes the command's whole pid namespace with it; a runtime that does not make
-    the process a group leader gets a plain kill of the process.
-    """
-    if process.returncode is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    """Kill a spawned command with everything it started: the local runtime's commands end
+    their pid namespace and are reaped by bwrap (`BwrapProcess.kill`)."""
+    if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
 

@@ -3,19 +3,19 @@
 | limit | mechanism | scope |
 |---|---|---|
 | memory_mb | RLIMIT_AS (address space) | each process |
-| memory_mb, again | `MemoryWatch`: the anonymous memory of all its processes, polled | sandbox |
-| max_processes | RLIMIT_NPROC of the sandbox's own uid; cgroup `pids.max` if writable | sandbox |
+| memory_mb, again | a memory cgroup, swap included (`cgroups`); else `MemoryWatch` | sandbox |
+| max_processes | RLIMIT_NPROC of the sandbox's own uid, and the cgroup's `pids.max` | sandbox |
 | cpu_time_s | RLIMIT_CPU | each process |
 | max_file_mb | RLIMIT_FSIZE | each file written |
 | storage_mb | a tmpfs of that size over the trial folder (root); else a watcher | sandbox |
 | storage_mb, again | SysV shared memory (`shmall`) in the command's ipc namespace | command |
-| cpus | cgroup `cpu.cfs_quota_us` when the cpu controller is writable | sandbox |
+| cpus | the cgroup's CPU quota (`cpu.cfs_quota_us` or `cpu.max`) | sandbox |
 
 Every sandbox runs as a uid of its own (see `UidLease`), so RLIMIT_NPROC, which the kernel
-counts per uid, is a per-sandbox process limit even without cgroups. The memory cgroup is left
-alone on purpose: the machine's own machinery uses it, so memory is bounded per process
-(address space) by the kernel, and per sandbox by `MemoryWatch`, which sums the anonymous
-memory of the sandbox's processes and kills the largest while the sum is over the limit.
+counts per uid, is a per-sandbox process limit even without cgroups. Without a memory cgroup
+(no root, or none offered to this process), `MemoryWatch` sums the anonymous memory of the
+sandbox's processes and kills the largest while the sum is over the limit; it is polled, so a
+fast writer can overshoot it between two polls, which the kernel's cgroup cannot.
 The tmpfs is a hard, instant storage limit (the writer gets
 ENOSPC) and also caps inodes; its pages live in RAM, which is the price of that precision.
 Without the right to mount, `StorageWatcher` polls the folder's size and kills the sandbox's
@@ -43,8 +43,6 @@ from bureau.sandbox.base import Limits
 log = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
-_CGROUP_ROOT = Path("/sys/fs/cgroup")
-_CFS_PERIOD_US = 100_000
 _MS_NOSUID, _MS_NODEV = 2, 4
 _MNT_DETACH = 2
 
@@ -74,9 +72,14 @@ def ipc_limits(limits: Limits) -> dict[str, int]:
 
 def ipc_limit_argv(limits: Limits) -> list[str]:
     """A prefix that sets `ipc_limits` in the command's own ipc namespace (each bwrap command
-    has one; a write there changes no other), run as root before privileges are dropped."""
+    has one; a write there changes no other), run as root before privileges are dropped.
+
+    The shell stays, as the namespace's pid 1, and waits for the command: a pid 1 that ran as
+    root since bwrap forked it keeps bwrap's parent-death signal, which the command loses when
+    it changes uid (and a process of another uid could not be sent it anyway), so the death
+    of bwrap still ends the namespace; its exit is the command's (128 + n after signal n)."""
     script = "".join(f"echo {v} > /proc/sys/kernel/{k} && " for k, v in ipc_limits(limits).items())
-    return ["/bin/sh", "-c", script + 'exec "$@"', "sh"]
+    return ["/bin/sh", "-c", script + '"$@"; exit $?', "sh"]
 
 
 def rlimit_argv(limits: Limits, prlimit: str) -> list[str]:
@@ -159,81 +162,6 @@ def processes_of_uid(uid: int) -> list[int]:
                     found.append(int(entry.name))
                 break
     return found
-
-
-class Cgroups:
-    """Per-sandbox cgroup v1 `pids` and `cpu` groups, best effort.
-
-    A command joins them from a tiny shell wrapper (`join_script`) before it execs bwrap, so
-    every process it forks is born inside; moving bwrap in after it started would leave its
-    children outside. A missing or read-only controller is skipped: the rlimits still hold.
-    """
-
-    def __init__(self, name: str, limits: Limits, *, root: Path = _CGROUP_ROOT) -> None:
-        self.dirs: list[Path] = []
-        quota_us = max(1000, int(limits.cpus * _CFS_PERIOD_US))
-        wanted = {
-            "pids": {"pids.max": str(limits.max_processes)},
-            "cpu": {"cpu.cfs_period_us": str(_CFS_PERIOD_US), "cpu.cfs_quota_us": str(quota_us)},
-        }
-        for controller, settings in wanted.items():
-            group = root / controller / "bureau" / name
-            try:
-                group.mkdir(parents=True, exist_ok=True)
-                for key, value in settings.items():
-                    (group / key).write_text(value)
-            except OSError as exc:
-                log.debug("cgroup %s unavailable: %s", controller, exc)
-                with contextlib.suppress(OSError):
-                    group.rmdir()
-                continue
-            self.dirs.append(group)
-
-    def join_script(self) -> str:
-        """Shell that moves itself into every group; `exec "$@"` follows it."""
-        return "".join(f'echo $$ > "{group}/cgroup.procs" && ' for group in self.dirs)
-
-    def pids(self) -> list[int]:
-        found: set[int] = set()
-        for group in self.dirs:
-            with contextlib.suppress(OSError, ValueError):
-                found.update(int(p) for p in (group / "cgroup.procs").read_text().split())
-        return sorted(found)
-
-    def kill(self) -> None:
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-
-    def remove(self) -> None:
-        """Kill what is left and remove the groups; a group empties a moment after its kill."""
-        for group in self.dirs:
-            for _ in range(50):
-                self.kill()
-                try:
-                    group.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError as exc:
-                    if exc.errno != errno.EBUSY:
-                        break
-                    time.sleep(0.02)
-        self.dirs = []
-
-
-def remove_stale_cgroups(name: str, *, root: Path = _CGROUP_ROOT) -> None:
-    """Remove a dead sandbox's groups; its last processes may take a moment to be reaped."""
-    for controller in ("pids", "cpu"):
-        group = root / controller / "bureau" / name
-        for _ in range(100):
-            try:
-                group.rmdir()
-            except OSError as exc:
-                if exc.errno == errno.EBUSY:
-                    time.sleep(0.02)
-                    continue
-            break
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -382,9 +310,9 @@ class _Watched:
 
 
 class MemoryWatch:
-    """The sum of a sandbox's anonymous memory, bounded: RLIMIT_AS caps each process at
-    memory_mb, but a sandbox runs up to max_processes of them, and the memory cgroup is not
-    ours to use on this machine. One thread polls the process table for every registered
+    """The sum of a sandbox's anonymous memory, bounded where no memory cgroup can be made:
+    RLIMIT_AS caps each process at memory_mb, but a sandbox runs up to max_processes of them.
+    One thread polls the process table for every registered
     sandbox and, when a sandbox's processes hold more than its limit, kills its largest
     processes until the rest fit: the agent's memory hog goes first, not its tool server
     (whose own size RLIMIT_AS already caps). The bound is polled: between two polls a

@@ -1,9 +1,10 @@
 """The local runtime: one bubblewrap invocation per command over a per-trial host folder.
 
 A sandbox is a folder (see `folder`) plus an identity: a uid of its own (`UidLease`) and, where
-the machine allows, a tmpfs the size of its storage limit and cgroups for its process count and
-CPU share (`limits`). Nothing runs between commands. Each `exec` or `spawn` starts bubblewrap
-afresh, which builds a new mount, pid, net, ipc and uts namespace for that one command:
+the machine allows, a tmpfs the size of its storage limit (`limits`) and cgroups for its memory,
+process count and CPU share (`cgroups`). Nothing runs between commands. Each `exec` or `spawn`
+starts bubblewrap afresh, which builds a new mount, pid, net, ipc and uts namespace for that one
+command:
 
 - a read-only root built from pieces: /usr (and the /bin, /lib, /sbin links into it), a few
   /etc files (never shadow or resolv.conf), the Python installation and the project's venv,
@@ -13,17 +14,21 @@ afresh, which builds a new mount, pid, net, ipc and uts namespace for that one c
 - the trial's folders at the task's workdir, /logs/agent, /logs/verifier, /tests, /solution and
   /tmp, each bound or not, writable or not, by the command's phase (the table in `base`).
 
-Inside, a shell sets the SysV IPC limits of the command's own ipc namespace (shared memory at
-most `storage_mb`, 64 segments, 16 message queues; `limits.ipc_limits`), `prlimit` lowers the
-rlimits and `setpriv` drops to the sandbox's uid with no
+The command's pid 1 (bwrap's `--as-pid-1`: no reaper of bwrap's own) joins the sandbox's
+cgroups before it runs (`cgroups`: bwrap waits on `--block-fd` meanwhile). Inside, a shell sets
+the SysV IPC limits of the command's own ipc namespace (shared memory at most `storage_mb`, 64
+segments, 16 message queues; `limits.ipc_limits`), `prlimit` lowers the rlimits and `setpriv`
+drops to the sandbox's uid with no
 capabilities, an empty bounding set and `no_new_privs` before the command runs. Uid 0 without
 capabilities is not enough: root may still write /proc/sys and /proc/sysrq-trigger by file
 permission alone. A seccomp filter (`seccomp`) keeps the command from making user namespaces,
 in which it could mount a tmpfs that no storage limit sees, and memfds, memory that no limit
 counts; POSIX shared memory (/dev/shm) is the sandbox's /tmp folder, inside the storage limit.
-When bwrap's outer process dies
-(timeout, `stop`, or this Python process dying, via `--die-with-parent`), the kernel kills the
-command's whole pid namespace, daemons and `setsid` escapees included. A spawned process dies
+When the command's pid 1 dies
+(its end, a timeout, `stop`), the kernel kills its whole pid namespace, daemons and `setsid`
+escapees included, and bwrap reaps it and exits (`process.BwrapProcess`); when this Python
+process dies, `--die-with-parent` does the same. `stop` ends all of a sandbox's processes at
+once through its cgroup (`cgroup.kill` or the freezer). A spawned process dies
 with the thread that spawned it (bwrap's parent-death signal follows the thread), so spawn
 long-running servers from a long-lived thread.
 
@@ -39,11 +44,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import math
 import os
 import posixpath
-import re
 import secrets
 import shutil
 import subprocess
@@ -55,7 +60,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
-from bureau.sandbox import cleanup, seccomp
+from bureau.sandbox import cgroups, cleanup, seccomp
 from bureau.sandbox.base import (
     ExecResult,
     Limits,
@@ -74,6 +79,7 @@ from bureau.sandbox.bwrap import (
     shadowed_args,
     system_args,
 )
+from bureau.sandbox.cgroups import CgroupSupport, SandboxCgroups, domain_of
 from bureau.sandbox.folder import (
     TMP_FOLDERS,
     TMP_MODE,
@@ -87,7 +93,7 @@ from bureau.sandbox.folder import (
 )
 from bureau.sandbox.limits import (
     CODE_UID_OFFSET,
-    Cgroups,
+    MIB,
     MemoryWatch,
     ProcessInfo,
     StorageWatcher,
@@ -96,15 +102,15 @@ from bureau.sandbox.limits import (
     ipc_limit_argv,
     kill_uid,
     mount_tmpfs,
-    remove_stale_cgroups,
     rlimit_argv,
     rlimits,
     unmount,
 )
 from bureau.sandbox.process import (
     DEFAULT_CAP_BYTES,
+    BwrapProcess,
+    BwrapStatus,
     kill_group,
-    read_available,
     read_line,
     run_captured,
     wait_for_namespace_end,
@@ -123,6 +129,7 @@ TOOL_SERVER_CAPS = ("chown", "dac_override", "fowner", "kill", "setgid", "setuid
 _HOLDER_TIMEOUT_S = 30.0
 VERIFIER_FOLDERS = ("vtmp", "logs/verifier", "tests")
 VERIFIER_STORAGE_MB = 256
+VERIFIER_WRITABLE = ("vtmp", "logs/verifier")  # what the verifier phase writes (tests: the host)
 
 
 class LocalRuntime(Runtime):
@@ -140,10 +147,12 @@ class LocalRuntime(Runtime):
         storage: str = "auto",
         output_cap_bytes: int = DEFAULT_CAP_BYTES,
         zygote: bool | None = None,
+        use_cgroups: bool = True,
     ) -> None:
         """`limits` overrides every task's; `storage` is "auto", "tmpfs" or "watch"; `zygote`
         (default: when running as root) forks tool servers from a process that has imported
-        them (`bureau.sandbox.zygote`) instead of starting Python in each sandbox."""
+        them (`bureau.sandbox.zygote`) instead of starting Python in each sandbox;
+        `use_cgroups=False` leaves the machine's cgroups alone (memory is then polled)."""
         self.bwrap = find_tool("bwrap", bwrap)
         self.prlimit = find_tool("prlimit")
         self.setpriv = find_tool("setpriv")
@@ -157,11 +166,32 @@ class LocalRuntime(Runtime):
         self.storage = storage
         self.root.mkdir(parents=True, exist_ok=True, mode=0o711)
         cleanup.sweep_stale(self.root, _remove_stale)
+        if self.privileged and use_cgroups:
+            self.cgroups = cgroups.support()
+        else:
+            why = "not running as root" if not self.privileged else "turned off"
+            self.cgroups = CgroupSupport.none(why)
+        log.info("sandboxes: %s", self.enforcement)
         self.use_zygote = self.privileged if zygote is None else zygote
         if self.use_zygote and not self.privileged:
             raise ValueError("the zygote joins sandboxes' namespaces, which needs root")
         self._zygotes: dict[str, Zygote] = {}
         self._zygote_lock = threading.Lock()
+
+    @property
+    def enforcement(self) -> str:
+        """How this runtime's sandboxes are held to their limits, in one line."""
+        memory = (
+            f"memory by {self.cgroups.memory.label} (kernel)"
+            if self.cgroups.memory
+            else f"memory by a polled watch ({self.cgroups.missing.get('memory', '?')})"
+        )
+        if self.storage == "watch" or not self.privileged:
+            storage = "storage by a polled watch"
+        else:
+            storage = "storage by tmpfs"
+        rest = self.cgroups.describe().split("; ", 1)[1]
+        return f"{memory}; {rest}; {storage}"
 
     def zygote_for(self, module: str) -> Zygote:
         """The zygote that has imported `module` (and what it lists in `ZYGOTE_PRELOAD`)."""
@@ -219,12 +249,14 @@ def _python_module(cmd: Sequence[str]) -> tuple[str, list[str]] | None:
 
 
 def _remove_stale(folder: Path, fields: dict[str, str]) -> None:
+    if fields.get("cgroups"):
+        cgroups.remove_stale(Path(p) for p in json.loads(fields["cgroups"]))
     uid = int(fields["uid"]) if fields.get("uid", "").isdigit() else None
     if uid is not None and UidLease.FIRST <= uid < UidLease.LAST:
         kill_uid(uid)
+        kill_uid(uid + CODE_UID_OFFSET)
     if fields.get("mounted") == "1":
         unmount(folder)
-    remove_stale_cgroups(folder.name)
 
 
 class LocalSandbox(Sandbox):
@@ -243,16 +275,15 @@ class LocalSandbox(Sandbox):
         self.uid = self._lease.uid if self._lease else os.getuid()
         owner = (self.uid, self.uid) if self._lease else None
         self.folder = TrialFolder(self.path, workdir, owner, extra)
-        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._procs: set[BwrapProcess] = set()
         self._lock = threading.RLock()
         self._stopped = False
         self._mounted = False
-        self._cgroups: Cgroups | None = None
+        self._cgroups: SandboxCgroups | None = None
         self._watcher: StorageWatcher | None = None
         self._prefix: list[str] = []
         self._image_env: dict[str, str] = {}
-        self.memory_kills = 0
-        """Processes killed because the sandbox's processes together held over memory_mb."""
+        self._watch_kills = 0
 
     def _setup(self, task: TaskDir, deadline: float, verifier: bool = False) -> None:
         self.path.mkdir(mode=0o700)
@@ -260,9 +291,25 @@ class LocalSandbox(Sandbox):
             self._mounted = mount_tmpfs(self.path, size_mb=self.limits.storage_mb)
             if not self._mounted and self.runtime.storage == "tmpfs":
                 raise OSError(f"cannot mount a tmpfs on {self.path}")
-        stamp = f"owner={cleanup.owner_stamp()}\nuid={self.uid}\nmounted={int(self._mounted)}\n"
-        (self.path / cleanup.OWNER_FILE).write_text(stamp)
+        self._write_stamp()
         cleanup.register(self)
+        support = self.runtime.cgroups
+        if support.hierarchies():
+            # Each memory domain may also fill the tmpfs it can write (see `cgroups`).
+            writable = self.limits.storage_mb if self._mounted else 0
+            own = len(VERIFIER_WRITABLE) * VERIFIER_STORAGE_MB if self._mounted else 0
+            verifier_mb = writable + own
+            self._cgroups = SandboxCgroups(
+                support,
+                self.id,
+                max_processes=self.limits.max_processes,
+                cpus=self.limits.cpus,
+                memory_bytes={
+                    "agent": (self.limits.memory_mb + writable) * MIB,
+                    "verifier": (self.limits.memory_mb + verifier_mb) * MIB,
+                },
+            )
+            self._write_stamp()
         self.folder.create()
         if self._mounted:
             # The verifier's folders get storage of their own: an agent that fills its disk or
@@ -278,22 +325,37 @@ class LocalSandbox(Sandbox):
             f"root:x:0:0:root:/root:/usr/sbin/nologin\nagent:x:{self.uid}:{self.uid}::/tmp:/bin/bash\n"
         )
         (self.path / "etc" / "group").write_text(f"root:x:0:\nagent:x:{self.uid}:\n")
-        if self.runtime.privileged:
-            self._cgroups = Cgroups(self.id, self.limits)
         if not self._mounted:
             self._watcher = StorageWatcher(self.path, self.limits.storage_mb, self._kill_all)
-        MemoryWatch.shared().register(
-            self.id,
-            self.limits.memory_mb,
-            self._own_processes,
-            self._memory_killed,
-            first_uid=self.code_uid if self._lease is not None else None,
-            uids=frozenset((self.uid, self.code_uid)) if self._lease is not None else None,
-        )
+        if self._cgroups is None or not self._cgroups.enforces_memory:
+            MemoryWatch.shared().register(
+                self.id,
+                self.limits.memory_mb,
+                self._own_processes,
+                self._memory_killed,
+                first_uid=self.code_uid if self._lease is not None else None,
+                uids=frozenset((self.uid, self.code_uid)) if self._lease is not None else None,
+            )
         self._prefix = system_args(self.workdir, self.folder.extra)
         self._image_env = provide_image(self.folder, task, deadline, verifier=verifier)
         if time.monotonic() > deadline:
             raise TimeoutError("copying the workspace took too long")
+
+    def _write_stamp(self) -> None:
+        dirs = [str(d) for d in self._cgroups.dirs] if self._cgroups else []
+        stamp = f"owner={cleanup.owner_stamp()}\nuid={self.uid}\nmounted={int(self._mounted)}\n"
+        stamp += f"cgroups={json.dumps(dirs)}\n"
+        (self.path / cleanup.OWNER_FILE).write_text(stamp)
+
+    @property
+    def memory_kills(self) -> int:
+        """Processes killed because the sandbox's processes together held over their limit:
+        by the kernel's OOM killer in its memory cgroup, or by the polled watch."""
+        return self._watch_kills + (self._cgroups.oom_kills() if self._cgroups else 0)
+
+    def memory_peak_bytes(self, domain: str = "agent") -> int | None:
+        """The most the memory cgroup of `domain` ("agent" or "verifier") held at once."""
+        return self._cgroups.peak_bytes(domain) if self._cgroups else None
 
     def _own_processes(self, table: dict[int, ProcessInfo]) -> set[int]:
         """This sandbox's processes: those of its two uids, or (sharing the host's uid)
@@ -306,7 +368,7 @@ class LocalSandbox(Sandbox):
         return descendants(table, roots)
 
     def _memory_killed(self, pid: int, size: int) -> None:
-        self.memory_kills += 1
+        self._watch_kills += 1
         log.info("%s: killed pid %d holding %d MiB (memory_mb %d)", self.id, pid, size >> 20,
                  self.limits.memory_mb)  # fmt: skip
 
@@ -327,11 +389,13 @@ class LocalSandbox(Sandbox):
         status_fd: int | None = None,
         seccomp_fd: int | None = None,
         tool_server: bool = False,
+        block_fd: int | None = None,
     ) -> tuple[list[str], dict[str, str]]:
         """The host argv and environment that run `cmd` in this sandbox.
 
         `seccomp_fd` must be a fresh pipe holding `seccomp.program()` (bwrap reads it to the
-        end); `exec` and `spawn` make one for every command.
+        end); `exec` and `spawn` make one for every command. `block_fd`: bwrap waits until it
+        can read it before the command runs (`_start` moves the command into its cgroups).
         """
         if not cmd:
             raise ValueError("empty command")
@@ -347,12 +411,15 @@ class LocalSandbox(Sandbox):
         args += shadowed_args([m.inside for m in mounts])
         args += ["--remount-ro", "/", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
         args += ["--unshare-uts", "--hostname", "sandbox", "--die-with-parent", "--new-session"]
+        args += ["--as-pid-1"]
         # A relative cwd is taken from the workdir, as a shell started there would.
         args += ["--chdir", normalize_inside(posixpath.join(self.workdir, cwd or "."))]
         if status_fd is not None:
             args += ["--json-status-fd", str(status_fd)]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
+        if block_fd is not None:
+            args += ["--block-fd", str(block_fd)]
         inner = rlimit_argv(self.limits, self.runtime.prlimit)
         extra_env: dict[str, str] = {}
         if self.runtime.privileged:
@@ -371,8 +438,6 @@ class LocalSandbox(Sandbox):
         else:
             args.insert(0, "--unshare-user")
         argv = [self.runtime.bwrap, *args, "--", *inner, *cmd]
-        if self._cgroups is not None and self._cgroups.dirs:
-            argv = ["/bin/sh", "-c", f'{self._cgroups.join_script()}exec "$@"', "sh", *argv]
         return argv, self._env({**extra_env, **(env or {})})
 
     def _env(self, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -409,25 +474,20 @@ class LocalSandbox(Sandbox):
         if phase == "verifier":
             # Nothing the agent started may run alongside the verifier.
             self._kill_all()
-        status_r, status_w = os.pipe()
-        try:
-            proc = self._start(cmd, phase, env, cwd, stdin is not None, status_fd=status_w)
-        except BaseException:
-            os.close(status_r)
-            raise
-        finally:
-            os.close(status_w)
+        proc = self._start(cmd, phase, env, cwd, stdin is not None)
         try:
             done = run_captured(
                 proc,
                 timeout_s=timeout_s,
-                kill=lambda: kill_group(proc),
+                kill=proc.kill,
                 stdin=stdin.encode() if stdin is not None else None,
                 cap_bytes=self.runtime.output_cap_bytes,
             )
         finally:
-            self._procs.discard(proc)
-        status = read_available(status_r)
+            with self._lock:
+                self._procs.discard(proc)
+        assert proc.status is not None
+        status = proc.status.final()
         if done.timed_out:
             wait_for_namespace_end(status)
         stderr = done.stderr
@@ -477,52 +537,30 @@ class LocalSandbox(Sandbox):
             return r, w
 
         try:
-            status_r, status_w = pipe()
             ready_r, ready_w = pipe()
             life_r, life_w = pipe()
             in_r, in_w = pipe()
             out_r, out_w = pipe()
             err_r, err_w = pipe()
             theirs = [in_r, out_w, err_w, life_w]
-            pass_fds = [status_w]
-            if self.runtime.seccomp is not None:
-                filter_r, filter_w = pipe()
-                os.write(filter_w, self.runtime.seccomp)
-                os.close(filter_w)
-                ours.remove(filter_w)
-                pass_fds.append(filter_r)
             holder = ["/bin/sh", "-c", "echo ready && exec cat >/dev/null"]
-            argv_, full_env = self.wrap(
-                holder, phase=phase, cwd=cwd, status_fd=status_w,
-                seccomp_fd=pass_fds[-1] if self.runtime.seccomp is not None else None,
-            )  # fmt: skip
-            try:
-                proc = subprocess.Popen(
-                    argv_, env=full_env, stdin=life_r, stdout=ready_w, stderr=err_w,
-                    start_new_session=True, pass_fds=tuple(pass_fds),
-                )  # fmt: skip
-            except OSError as exc:
-                raise BureauSystemError(
-                    SystemErrorKind.sandbox_crashed, f"cannot start {argv_[0]}: {exc}"
-                ) from exc
-            with self._lock:
-                self._procs.add(proc)
-            for fd in (status_w, ready_w, life_r, *pass_fds[1:]):
+            proc = self._start(holder, phase, None, cwd, False, stdio=(life_r, ready_w, err_w))
+            for fd in (ready_w, life_r):
                 os.close(fd)
                 ours.remove(fd)
             try:
-                status = read_line(status_r, timeout_s=_HOLDER_TIMEOUT_S)
+                assert proc.status is not None
+                ns_pid = proc.status.child_pid(wait_s=_HOLDER_TIMEOUT_S)
                 ready = read_line(ready_r, timeout_s=_HOLDER_TIMEOUT_S)
-                match = re.search(r'"child-pid":\s*(\d+)', status)
-                if match is None or ready.strip() != "ready":
-                    raise ZygoteError(f"the holder did not start: {status!r} {ready!r}")
+                if ns_pid is None or ready.strip() != "ready":
+                    raise ZygoteError(f"the holder did not start: {proc.status.text!r} {ready!r}")
                 request = {
                     "module": module,
                     "argv": list(argv),
                     "env": self._env({"BUREAU_CODE_UID": str(self.code_uid), **(env or {})}),
                     "cwd": normalize_inside(posixpath.join(self.workdir, cwd or ".")),
-                    "ns_pid": int(match.group(1)),
-                    "cgroups": [str(d) for d in (self._cgroups.dirs if self._cgroups else [])],
+                    "ns_pid": ns_pid,
+                    "cgroups": [str(d) for d in self._join_dirs(phase)],
                     "uid": self.uid,
                     "gid": self.uid,
                     "caps": list(TOOL_SERVER_CAPS),
@@ -531,14 +569,11 @@ class LocalSandbox(Sandbox):
                 }
                 self.runtime.zygote_for(module).fork(request, theirs)
             except (ZygoteError, OSError, TimeoutError) as exc:
-                kill_group(proc)
+                proc.kill()
                 proc.wait()
                 raise BureauSystemError(
                     SystemErrorKind.tool_server_failed, f"forking {module} into {self.id}: {exc}"
                 ) from exc
-            # Keep bwrap's status pipe open while it runs: it reports its exit there.
-            weakref.finalize(proc, os.close, status_r)
-            ours.remove(status_r)
             proc.stdin = os.fdopen(in_w, "wb")
             proc.stdout = os.fdopen(out_r, "rb")
             proc.stderr = os.fdopen(err_r, "rb")
@@ -550,6 +585,9 @@ class LocalSandbox(Sandbox):
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
+    def _join_dirs(self, phase: Phase) -> list[Path]:
+        return self._cgroups.join_dirs(domain_of(phase)) if self._cgroups else []
+
     def _start(
         self,
         cmd: Sequence[str],
@@ -557,52 +595,84 @@ class LocalSandbox(Sandbox):
         env: Mapping[str, str] | None,
         cwd: str | None,
         pipe_stdin: bool,
-        status_fd: int | None = None,
         tool_server: bool = False,
-    ) -> subprocess.Popen[bytes]:
-        pass_fds = [] if status_fd is None else [status_fd]
-        filter_r = None
-        if self.runtime.seccomp is not None:
-            filter_r, filter_w = os.pipe()
-            os.write(filter_w, self.runtime.seccomp)
-            os.close(filter_w)
-            pass_fds.append(filter_r)
+        stdio: tuple[int, int, int] | None = None,
+    ) -> BwrapProcess:
+        """Start `cmd` under bwrap, with bwrap's status pipe read into `proc.status`. `stdio`:
+        descriptors for its stdin, stdout and stderr instead of pipes."""
+        opened: list[int] = []
         try:
+            status_r, status_w = os.pipe()
+            opened += [status_r, status_w]
+            pass_fds = [status_w]
+            filter_r = None
+            if self.runtime.seccomp is not None:
+                filter_r, filter_w = os.pipe()
+                opened.append(filter_r)
+                os.write(filter_w, self.runtime.seccomp)
+                os.close(filter_w)
+                pass_fds.append(filter_r)
+            block_w = None
+            if self._cgroups is not None:
+                block_r, block_w = os.pipe()
+                opened += [block_r, block_w]
+                pass_fds.append(block_r)
             argv, full_env = self.wrap(
                 cmd,
                 phase=phase,
                 env=env,
                 cwd=cwd,
-                status_fd=status_fd,
+                status_fd=status_w,
                 seccomp_fd=filter_r,
                 tool_server=tool_server,
+                block_fd=pass_fds[-1] if block_w is not None else None,
             )
-            return self._popen(argv, full_env, pipe_stdin, tuple(pass_fds))
+            if stdio is None:
+                stdin: int = subprocess.PIPE if pipe_stdin else subprocess.DEVNULL
+                streams = (stdin, subprocess.PIPE, subprocess.PIPE)
+            else:
+                streams = stdio
+            try:
+                proc = BwrapProcess(
+                    argv, env=full_env, stdin=streams[0], stdout=streams[1], stderr=streams[2],
+                    start_new_session=True, pass_fds=tuple(pass_fds),
+                )  # fmt: skip
+            except OSError as exc:
+                raise BureauSystemError(
+                    SystemErrorKind.sandbox_crashed, f"cannot start {argv[0]}: {exc}"
+                ) from exc
+            opened.remove(status_r)
+            proc.status = BwrapStatus(status_r)
+            weakref.finalize(proc, proc.status.close)
+            for fd in pass_fds:  # bwrap's now: its end of the status pipe must close with it
+                os.close(fd)
+                opened.remove(fd)
+            if block_w is not None:
+                self._join(proc, domain_of(phase), block_w)
+            with self._lock:
+                self._procs = {p for p in self._procs if p.poll() is None}
+                self._procs.add(proc)
+            return proc
         finally:
-            if filter_r is not None:
-                os.close(filter_r)
+            for fd in opened:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
-    def _popen(
-        self, argv: list[str], env: dict[str, str], pipe_stdin: bool, pass_fds: tuple[int, ...]
-    ) -> subprocess.Popen[bytes]:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                env=env,
-                stdin=subprocess.PIPE if pipe_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=pass_fds,
-            )
-        except OSError as exc:
-            raise BureauSystemError(
-                SystemErrorKind.sandbox_crashed, f"cannot start {argv[0]}: {exc}"
-            ) from exc
-        with self._lock:
-            self._procs = {p for p in self._procs if p.poll() is None}
-            self._procs.add(proc)
-        return proc
+    def _join(self, proc: BwrapProcess, domain: str, block_w: int) -> None:
+        """Move the command's pid 1 into the sandbox's cgroups, then let bwrap run it."""
+        assert proc.status is not None and self._cgroups is not None
+        child = proc.status.child_pid(wait_s=_HOLDER_TIMEOUT_S)
+        if child is not None:  # None: bwrap failed before it forked; its exit says why
+            try:
+                self._cgroups.join(child, domain)
+            except OSError as exc:
+                proc.kill()
+                proc.wait()
+                raise BureauSystemError(
+                    SystemErrorKind.sandbox_crashed, f"joining the sandbox's cgroups: {exc}"
+                ) from exc
+        with contextlib.suppress(OSError):  # bwrap may be gone already
+            os.write(block_w, b"x")
 
     def _require_running(self) -> None:
         if self._stopped:
@@ -644,17 +714,27 @@ class LocalSandbox(Sandbox):
     # -- teardown ---------------------------------------------------------------------------
 
     def _kill_all(self) -> None:
-        procs = list(self._procs)
+        """End every process of the sandbox, then reap the bwrap commands that ran them.
+
+        With a cgroup kill, the kernel ends them all at once (nothing can fork meanwhile);
+        bwrap, outside the cgroup, then reaps its pid 1 and exits. Without, each command's
+        pid 1 is killed, and the sandbox's uids are swept for what escaped into no command."""
+        with self._lock:
+            procs = list(self._procs)
+        ended = self._cgroups is not None and self._cgroups.kill()
+        if not ended:
+            for proc in procs:
+                proc.kill()
+            if self._lease is not None:
+                kill_uid(self.uid)
+                kill_uid(self.code_uid)
         for proc in procs:
-            kill_group(proc)
-        if self._lease is not None:
-            kill_uid(self.uid)
-            kill_uid(self.code_uid)
-        if self._cgroups is not None:
-            self._cgroups.kill()
-        for proc in procs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
+            try:
                 proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                kill_group(proc)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=5)
 
     def stop(self) -> None:
         """Kill everything, unmount and remove the folder; each step is safe to repeat."""

@@ -3,9 +3,15 @@
 A sandboxed command may print without end (`yes`, `cat /dev/zero`) or never exit. Output is
 drained continuously, so a chatty command never blocks on a full pipe, but only the first and
 last `cap_bytes / 2` of each stream are kept, with a note of how much was cut in between. At the
-deadline the caller's `kill` ends the whole command (for bubblewrap: the process group of the
-outer bwrap, whose death takes its pid namespace with it); `wait_for_namespace_end` then waits
-for that teardown, so that nothing of a killed command still runs when `exec` returns.
+deadline the caller's `kill` ends the whole command (for bubblewrap: `BwrapProcess.kill`, which
+ends the command's pid namespace); `wait_for_namespace_end` then waits for that teardown, so
+that nothing of a killed command still runs when `exec` returns.
+
+A bubblewrap command is two processes on the host: bwrap, our child, and the command it forks
+as pid 1 of a new pid namespace (`--as-pid-1`). Killing bwrap first would orphan that pid 1 to
+the machine's init, which reaps it when it gets to it (seconds, on some machines). Killing pid 1
+first lets the kernel end the namespace and bwrap reap its child and exit: every process is
+reaped by its own parent, at once.
 """
 
 from __future__ import annotations
@@ -132,6 +138,91 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
     with contextlib.suppress(OSError, ValueError):
         pipe.write(data)
         pipe.close()
+
+
+class BwrapStatus:
+    """What bwrap writes to `--json-status-fd`: `{"child-pid": N}` once the command's pid 1
+    exists (N is its host pid), `{"exit-code": N}` when it ended. Owns and closes `fd`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+        self.text = ""
+        os.set_blocking(fd, False)
+
+    def _read(self) -> bool:
+        """Take what the pipe holds now; False at its end."""
+        while self.fd is not None:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return True
+            if not data:
+                return False
+            self.text += data.decode(errors="replace")
+        return False
+
+    def child_pid(self, wait_s: float = 1.0) -> int | None:
+        """The host pid of the command's pid 1, waiting up to `wait_s` for bwrap to say it."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            match = re.search(r'"child-pid":\s*(\d+)', self.text)
+            if match is not None:
+                return int(match.group(1))
+            if not self._read() or time.monotonic() >= deadline:
+                if match := re.search(r'"child-pid":\s*(\d+)', self.text):
+                    return int(match.group(1))
+                return None
+            time.sleep(0.002)
+
+    def final(self) -> str:
+        """Everything bwrap wrote, once it has exited (its end of the pipe is closed)."""
+        self._read()
+        self.close()
+        return self.text
+
+    def close(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+class BwrapProcess(subprocess.Popen[bytes]):
+    """A bwrap command started with `start_new_session` and a `status`: `kill` ends its pid 1,
+    so that bwrap reaps it (see the module docstring); the process group goes only when that
+    is not possible or did not work (a second `kill`)."""
+
+    status: BwrapStatus | None = None
+    _kills = 0
+
+    def kill(self) -> None:
+        if self.poll() is not None:
+            return
+        self._kills += 1
+        child = self.status.child_pid() if self.status is not None and self._kills == 1 else None
+        if child is None or not signal_child(child, self.pid):
+            kill_group(self)
+
+    terminate = kill
+
+
+def signal_child(pid: int, parent: int, signum: int = signal.SIGKILL) -> bool:
+    """Send `signum` to `pid` if it is still a child of `parent`; a pidfd pins the process
+    while its parent is checked (the number may have gone to another process since)."""
+    try:
+        handle = os.pidfd_open(pid)
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if int(stat.rsplit(")", 1)[1].split()[1]) != parent:
+            return False
+        signal.pidfd_send_signal(handle, signum)
+        return True
+    except (OSError, ValueError, IndexError):
+        return False
+    finally:
+        os.close(handle)
 
 
 def read_line(fd: int, *, timeout_s: float) -> str:

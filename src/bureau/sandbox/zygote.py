@@ -25,9 +25,10 @@ started the usual way (`LocalSandbox.wrap` with `tool_server=True`):
    module as `python -P -m module argv` would.
 4. The holder reads the pipe whose only writer is the child: when the child dies, the holder
    exits, and with it bwrap, so the process the host sees (`proc.poll()`) ends when the server
-   ends. Killing the holder's bwrap tears down the pid namespace and the child with it. (When
-   the intermediate exits, the kernel re-parents the child to the reaper of the intermediate's
-   pid namespace, the machine's init, which reaps it; it stays in the sandbox's namespace.)
+   ends. Killing the holder's pid 1 tears down the pid namespace and the child with it. When
+   the intermediate exits, the kernel re-parents the child to the zygote, a child subreaper,
+   which reaps it the moment it ends (the machine's init might take seconds, and the holder's
+   namespace is not torn down until the child is reaped).
 
 What the child inherits from the zygote is only memory that holds no secret: the zygote starts
 with the sandbox's environment (never the host's), imports modules, and receives requests that
@@ -49,6 +50,7 @@ import os
 import resource
 import runpy
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -69,6 +71,7 @@ _RLIMITS = {
     "core": resource.RLIMIT_CORE,
 }
 _PR_SET_KEEPCAPS, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 8, 24, 38
+_PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 2, 4
 _CAP_VERSION_3 = 0x20080522
@@ -91,8 +94,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     # pages they share with the zygote untouched.
     gc.collect()
     gc.freeze()
+    # Tool servers outlive the intermediate that forked them and are re-parented here.
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
     sock.send(b"ready")
     while True:
+        readable, _, _ = select.select([sock.fileno(), wake_r], [], [])
+        if wake_r in readable:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 4096)
+            _reap()
+        if sock.fileno() not in readable:
+            continue
         try:
             message, fds, _, _ = socket.recv_fds(sock, _MAX_MESSAGE, 4)
         except OSError:
@@ -110,6 +125,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         sock.send(json.dumps(answer).encode())
 
 
+def _reap() -> None:
+    """Reap every child that has ended: tool servers, and intermediates already waited for."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def _fork(request: dict[str, Any], fds: list[int], sock: socket.socket) -> dict[str, Any]:
     if len(fds) != 4:
         raise ValueError(f"expected 4 descriptors, got {len(fds)}")
@@ -120,6 +146,8 @@ def _fork(request: dict[str, Any], fds: list[int], sock: socket.socket) -> dict[
         try:
             os.close(report_r)
             sock.close()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             _intermediate(request, fds, report_w)
         except BaseException as exc:
             code = 1

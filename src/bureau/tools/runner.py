@@ -24,10 +24,16 @@ Separation from the server depends on who the server runs as:
   code can still signal it. The sandbox's pid namespace then bounds the damage: a killed
   server ends that trial only, and the harness reports `tool_server_failed`.
 
-Nothing outlives a run. The server is a child subreaper, so processes that daemonize (double
-fork, `setsid`) are re-parented to it instead of init; after the run, on exit or timeout, the
-process group is killed and then every remaining descendant, repeatedly until none is left (the
-process limit bounds a fork bomb). Runs of one server are serialized.
+Nothing outlives a run. The server is a child subreaper while a run lasts, so processes that
+daemonize (double fork, `setsid`) are re-parented to it instead of init; after the run, on exit
+or timeout, the process group is killed and then every remaining descendant, repeatedly until
+none is left (the process limit bounds a fork bomb), and reaped. A caller that was not a
+subreaper before the run is not one after it: a process that adopted orphans it never reaps
+would collect zombies. Runs of one server are serialized.
+
+The code's processes are the first the kernel's OOM killer takes (`oom_score_adj` 1000, which
+needs no privilege to raise): when a sandbox's memory cgroup is full, the agent's code pays for
+it, not the tool server that ran it.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from bureau.tools.core import FailureKind, ToolFailure, ToolSettings
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
-_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 
@@ -80,6 +86,19 @@ class RunResult:
 # Switching to the code uid, giving it the workspace, still writing files it then owns and
 # killing its processes take these.
 _CAP_CHOWN, _CAP_DAC_OVERRIDE, _CAP_FOWNER, _CAP_KILL, _CAP_SETGID, _CAP_SETUID = 0, 1, 3, 5, 6, 7
+
+
+@contextlib.contextmanager
+def _subreaper() -> Iterator[None]:
+    """This process as a child subreaper for the block, as it was after it."""
+    was = ctypes.c_int(0)
+    _libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        if not was.value:
+            _libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 def _has_capabilities(*caps: int) -> bool:
@@ -116,8 +135,7 @@ def run_isolated(
 ) -> RunResult:
     """Run `argv` in `cwd` as described in the module docstring; one run at a time."""
     uid = code_uid(settings)
-    with _RUN_LOCK:
-        _libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    with _RUN_LOCK, _subreaper():
         owner = cwd.stat()
         if uid is not None:
             _check_reachable(cwd, uid)
@@ -141,17 +159,14 @@ def run_isolated(
                     env=_child_env(cwd, argv[0]),
                     start_new_session=True,
                     close_fds=True,
-                    user=uid,
-                    group=uid,
-                    extra_groups=list[int]() if uid is not None else None,
                     umask=0o022,
-                    preexec_fn=_child_setup(limits),
+                    preexec_fn=_child_setup(limits, uid),
                 )
-            except OSError as exc:
+            except (OSError, subprocess.SubprocessError) as exc:
                 raise ToolFailure(
                     FailureKind.code_runner_failed,
                     f"could not start {argv[0]} as uid {uid if uid is not None else os.getuid()}: "
-                    f"{exc.strerror or exc}",
+                    f"{getattr(exc, 'strerror', None) or exc}",
                 ) from exc
             assert proc.stdout is not None and proc.stderr is not None
             out, err = _Capture(proc.stdout, max_chars), _Capture(proc.stderr, max_chars)
@@ -234,9 +249,16 @@ def _limits(settings: ToolSettings, timeout_s: float, uid: int | None) -> list[t
     return lowered
 
 
-def _child_setup(limits: list[tuple[int, int]]) -> Callable[[], None]:
+def _child_setup(limits: list[tuple[int, int]], uid: int | None) -> Callable[[], None]:
     def setup() -> None:
-        # Runs in the child after fork and after the uid switch, before exec.
+        # Runs in the child after fork, before exec. The OOM score first: raising it needs no
+        # privilege, but the file is writable only before the uid switch.
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
         for which, value in limits:
             resource.setrlimit(which, (value, value))
         # A server given ambient capabilities would pass them on through exec: clear them,
