@@ -192,6 +192,7 @@ def run_check(
     except BureauSystemError as exc:
         console.print(f"[red]error:[/] {exc}")
         return 2
+    console.print(f"sandboxes: {runtime.enforcement}")
     trials_dir = trials_dir or Path("runs") / f"check-{agent}-{time.strftime('%Y%m%d-%H%M%S')}"
     trials_dir.mkdir(parents=True, exist_ok=True)
     expected = EXPECTED[agent]

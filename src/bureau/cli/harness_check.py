@@ -104,6 +104,7 @@ def run_harness_check(
     tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
     runtime = get_runtime("local", isolation=isolation)
+    console.print(f"sandboxes: {runtime.enforcement}")
     started = time.perf_counter()
     try:
         with (

@@ -169,7 +169,7 @@ def run_eval(
     model = model.resolve()
     out.mkdir(parents=True, exist_ok=True)
     dump_resolved_config(config, out)
-    rows = _run_trials(tasks, model, config, out, on_result or (lambda: None))
+    rows, sandboxes = _run_trials(tasks, model, config, out, on_result or (lambda: None))
     seed = config.seed if config.seed is not None else 0
     report = summarize_attempts(
         rows, seed=seed, k=config.attempts, resamples=config.bootstrap_resamples, z=config.z
@@ -182,6 +182,7 @@ def run_eval(
         "started": started_at,
         "wall_time_s": round(wall, 3),
         "config": config.model_dump(mode="json"),
+        "sandboxes": sandboxes,
         "versions": versions(),
         **report.model_dump(mode="json", exclude={"format"}),  # this file's format says it
     }
@@ -206,7 +207,8 @@ def _run_trials(
     config: EvalConfig,
     out: Path,
     on_result: Callable[[], None],
-) -> list[AttemptRow]:
+) -> tuple[list[AttemptRow], str]:
+    """The attempts, and how the sandboxes were held to their limits."""
     from transformers import AutoTokenizer
 
     from bureau.harness.agent import HarnessAgent, complete_record, harness_tool_groups
@@ -282,4 +284,5 @@ def _run_trials(
     records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / "trajectories.parquet")
     domains = {t.task.name: t.domain for t in tasks}
-    return [attempt_from_trial(result, domains[result.task_name]) for result in results]
+    rows = [attempt_from_trial(result, domains[result.task_name]) for result in results]
+    return rows, runtime.enforcement

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from bureau.errors import BureauSystemError, SystemErrorKind
@@ -17,6 +18,8 @@ from bureau.sandbox.bwrap import sandbox_python
 
 __all__ = ["ExecResult", "Limits", "Phase", "Runtime", "Sandbox", "get_runtime", "sandbox_python"]
 
+log = logging.getLogger(__name__)
+
 RUNTIMES = ("local", "docker")
 ISOLATIONS = ("bwrap", "none")
 
@@ -24,7 +27,15 @@ ISOLATIONS = ("bwrap", "none")
 def get_runtime(
     name: str = "local", *, isolation: str = "bwrap", root: Path | None = None
 ) -> Runtime:
-    """The runtime called `name`; `sandbox_unavailable` if this machine cannot provide it."""
+    """The runtime called `name`; `sandbox_unavailable` if this machine cannot provide it.
+    Logs how its sandboxes are held to their limits (a warning where memory is only polled)."""
+    runtime = _runtime(name, isolation, root)
+    polled = "polled watch" in runtime.enforcement or isolation == "none"
+    log.log(logging.WARNING if polled else logging.INFO, "sandboxes: %s", runtime.enforcement)
+    return runtime
+
+
+def _runtime(name: str, isolation: str, root: Path | None) -> Runtime:
     if name not in RUNTIMES:
         raise ValueError(f"unknown runtime {name!r}; choose one of {', '.join(RUNTIMES)}")
     if isolation not in ISOLATIONS:

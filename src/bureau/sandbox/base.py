@@ -148,6 +148,11 @@ class Runtime(ABC):
     supports_separate_verifier: bool = False
     """Whether `start(..., verifier=True)` gives Harbor's separate verifier environment."""
 
+    @property
+    def enforcement(self) -> str:
+        """How sandboxes are held to their limits here, in one line a run prints at its start."""
+        return f"limits as the {self.name} runtime enforces them"
+
     @abstractmethod
     def start(self, task: TaskDir, *, timeout_s: float, verifier: bool = False) -> Sandbox:
         """A fresh sandbox holding a private copy of the task's workspace; `verifier`: the

@@ -318,6 +318,7 @@ class SandboxCgroups:
         self, h: Hierarchy, name: str, max_processes: int, cpus: float, memory: Mapping[str, int]
     ) -> None:
         group = h.base / name
+        h.base.mkdir(exist_ok=True)
         group.mkdir()
         self.dirs.append(group)
         s = self.support

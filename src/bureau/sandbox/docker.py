@@ -83,6 +83,10 @@ def exec_args(
 class DockerRuntime(Runtime):
     name = "docker"
 
+    @property
+    def enforcement(self) -> str:
+        return "Docker: --memory (swap included), --pids-limit and --cpus per container"
+
     def __init__(self, docker: str | None = None, *, limits: Limits | None = None) -> None:
         found = shutil.which(docker or "docker")
         if found is None:

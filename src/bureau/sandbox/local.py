@@ -171,7 +171,6 @@ class LocalRuntime(Runtime):
         else:
             why = "not running as root" if not self.privileged else "turned off"
             self.cgroups = CgroupSupport.none(why)
-        log.info("sandboxes: %s", self.enforcement)
         self.use_zygote = self.privileged if zygote is None else zygote
         if self.use_zygote and not self.privileged:
             raise ValueError("the zygote joins sandboxes' namespaces, which needs root")

@@ -51,6 +51,10 @@ class UnsafeRuntime(Runtime):
 
     name = "local-unsafe"
 
+    @property
+    def enforcement(self) -> str:
+        return "no isolation: commands run on this machine as this user, with no limits"
+
     def __init__(self, root: Path | None = None, *, limits: Limits | None = None) -> None:
         self.root = (root or default_root()).absolute()
         self.limits = limits
