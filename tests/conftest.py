@@ -9,6 +9,7 @@ shared temporary folder, and the others wait for it and reuse it.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -34,6 +35,33 @@ def _host_memory_turn(request: pytest.FixtureRequest) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first, by their measured seconds (`durations.json`): pytest-xdist then
+    hands them out first (with `--no-loadscope-reorder`), and the short ones fill the gaps
+    instead of a long file running alone at the end. Order within a file is kept."""
+    seconds = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 1.0))
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    file = report.nodeid.split("::", 1)[0]
+    _measured[file] = _measured.get(file, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With BUREAU_RECORD_DURATIONS set (`make durations`), write each file's seconds (setup,
+    call and teardown of its tests) to `durations.json`, for the order above."""
+    if os.environ.get("BUREAU_RECORD_DURATIONS") and not hasattr(session.config, "workerinput"):
+        ranked = sorted(_measured.items(), key=lambda kv: -kv[1])
+        DURATIONS.write_text(json.dumps({f: round(s, 1) for f, s in ranked}, indent=1) + "\n")
 
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.

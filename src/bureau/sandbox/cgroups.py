@@ -394,6 +394,19 @@ class SandboxCgroups:
                 return int((leaf / name).read_text())
         return None
 
+    def memory_stat(self, domain: str) -> dict[str, int]:
+        """`memory.stat` of `domain`'s leaf (bytes by kind: `rss`/`anon`, `shmem`, ...)."""
+        leaf = self._memory.get(domain)
+        if leaf is None:
+            return {}
+        stat = {}
+        with contextlib.suppress(OSError):
+            for line in (leaf / "memory.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if value.isdigit():
+                    stat[key] = int(value)
+        return stat
+
     def members(self) -> set[int]:
         found: set[int] = set()
         for group in self.dirs:
