@@ -119,7 +119,8 @@ def main() -> None:
         for name, runtime in (("kernel", kernel), ("polled", polled))
     }
     report["start_exec_stop_ms"] = {k: round(v, 1) for k, v in lifecycle.items()}
-    report["start_exec_stop_kernel_over_polled"] = round(lifecycle["kernel"] / lifecycle["polled"], 2)
+    ratio = lifecycle["kernel"] / lifecycle["polled"]
+    report["start_exec_stop_kernel_over_polled"] = round(ratio, 2)
     print(json.dumps({"start_exec_stop_ms": report["start_exec_stop_ms"]}), flush=True)
     support = kernel.cgroups
     hierarchies = cgroups.discover(
@@ -143,7 +144,9 @@ def main() -> None:
     print(json.dumps(report, indent=2))
 
 
-def _with_kill(root: Path, support: cgroups.CgroupSupport, h: cgroups.Hierarchy | None) -> LocalRuntime:
+def _with_kill(
+    root: Path, support: cgroups.CgroupSupport, h: cgroups.Hierarchy | None
+) -> LocalRuntime:
     runtime = LocalRuntime(root / f"kill-{h.version if h else 0}", limits=LIMITS)
     runtime.cgroups = dataclasses.replace(support, kill=h)
     return runtime

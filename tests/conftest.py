@@ -48,6 +48,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 1.0))
 
 
+# Files whose tests each run a whole `bureau train` on Ray (a trainer, engines, rollout workers,
+# sandboxes: several processes that expect both cores). Two at once on two cores took three
+# times as long as one after the other, so they are one unit of work for pytest-xdist: one
+# worker runs them in turn while the other runs everything else.
+ONE_AFTER_ANOTHER = {
+    "tests/loop/test_ray_loop.py": "ray-training-runs",
+    "tests/learning/test_rl_learning.py": "ray-training-runs",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile`, with the files of `ONE_AFTER_ANOTHER` grouped into one unit."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return ONE_AFTER_ANOTHER.get(file, file)
+
+    return Scheduling(config, log)
+
+
 _measured: dict[str, float] = {}
 
 

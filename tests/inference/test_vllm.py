@@ -3,15 +3,17 @@
 Two layers. Without vllm: a fake `vllm.entrypoints.openai.api_server` (a tiny HTTP server on a
 fake package path) checks the launch command, environment, start-up failures and process-group
 stop; a fake control server checks the update sequence. With `.venv-vllm` (marker `vllm`): ONE
-real server per module on the tiny untied Qwen3 (start-up ~1 min here, more on a loaded
-machine), checked against a transformers fp32 forward pass on the same token ids, before and
-after an in-place weight update.
+real server per module on the tiny untied Qwen3 that calls tools (start-up ~1 min here, more on
+a loaded machine), checked against a transformers fp32 forward pass on the same token ids,
+before and after an in-place weight update, and serving harness trials in sandboxes whose
+run the token-in/token-out audit checks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
 import threading
 import time
@@ -302,10 +304,10 @@ def vllm_server(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
     python = find_vllm_python()
     if python is None:
         pytest.skip(SKIP_REASON)
-    model: Path = request.getfixturevalue("tiny_model")
+    model: Path = request.getfixturevalue("tool_model")
     server = VLLMServer(
         VLLMServerConfig(
-            model=model, python=python, max_model_len=1024, served_model_name="tiny-qwen3"
+            model=model, python=python, max_model_len=4096, served_model_name=model.name
         )
     )
     with server:
@@ -325,7 +327,7 @@ def teacher(request: pytest.FixtureRequest) -> Any:
 
     from bureau.models.checkpoint import load_checkpoint
 
-    model, _ = load_checkpoint(request.getfixturevalue("tiny_model"), dtype="float32")
+    model, _ = load_checkpoint(request.getfixturevalue("tool_model"), dtype="float32")
     return model
 
 
@@ -376,6 +378,24 @@ def test_logprobs_match_transformers_fp32(vllm_server: VLLMServer, teacher: Any)
     mean, worst = _deltas(completion.logprobs, reference)
     print(f"\nlogprob |vLLM - transformers| fp32: mean {mean:.2e}, max {worst:.2e}")
     assert mean <= MAX_ABS_MEAN_DELTA
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is missing")
+def test_harness_trials_in_sandboxes_and_their_audit(
+    vllm_server: VLLMServer, small_dataset: Path, tool_model: Path, tmp_path: Path
+) -> None:
+    """The harness on vLLM through `--engine url` (what `--engine vllm` starts is this same
+    `VLLMServer`): the audit finds no token mismatch, and the trainer's logprobs of the
+    sampled tokens match vLLM's."""
+    from harness_runs import run_and_audit
+
+    report = run_and_audit(
+        small_dataset, tool_model, tmp_path / "run", "--engine", "url",
+        "--engine-url", vllm_server.base_url,
+    )  # fmt: skip
+    assert report["logprob_abs_diff_mean"] <= 1e-5
+    assert report["logprob_abs_diff_max"] <= 1e-3
 
 
 @pytest.mark.vllm
