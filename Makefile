@@ -37,7 +37,12 @@ unit: $(STAMP)
 durations: $(STAMP)
 	BUREAU_RECORD_DURATIONS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
 
-test: lint typecheck unit
+# Lint and types (one core for about a minute) run beside the tests, their output printed
+# whole when each ends; the tests print as they go. Any of the three failing fails `test`.
+test: $(STAMP)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck & checks=$$!; \
+	$(MAKE) --no-print-directory unit; unit=$$?; wait $$checks; checks=$$?; \
+	exit $$(( unit || checks ))
 
 clean:
 	rm -rf runs .pytest_cache .mypy_cache .ruff_cache .venv-harbor .venv-vllm

@@ -91,6 +91,25 @@ def test_an_agent_that_fills_its_storage_still_gets_graded(tmp_path: Path, scrip
     assert "graded: 0" in log
 
 
+HOGS = (
+    'for i in 1 2 3 4; do python3 -c \'import time; x = [b"x" * (50 << 20) for _ in range(8)];'
+    " time.sleep(5)' & done; wait"
+)
+
+
+def test_an_agent_that_runs_out_of_memory_with_full_storage_still_gets_graded(
+    tmp_path: Path,
+) -> None:
+    """Four processes of 400 MiB against memory_mb 1024, after the agent filled its tmpfs:
+    the kernel kills the agent's processes inside its own memory cgroup, whose files stay
+    charged to it, and the verifier runs in a cgroup of its own with its whole budget."""
+    fill = "dd if=/dev/zero of=/workspace/fill bs=1M 2>/dev/null; "
+    result = _trial(tmp_path, fill + HOGS + "; echo 41 > /workspace/output/answer.txt; true")
+    assert result.status == "completed", result.exception_info
+    assert result.reward == 0.0
+    assert "Killed" in str(result.agent_metadata.get("stderr")), result.agent_metadata
+
+
 def test_control_a_right_answer_passes(tmp_path: Path) -> None:
     result = _trial(tmp_path, "echo 42 > /workspace/output/answer.txt")
     assert (result.status, result.reward) == ("completed", 1.0)
