@@ -362,7 +362,8 @@ SAMPLE = SamplingParams(max_tokens=24, temperature=1.0, seed=1234)
 
 @pytest.mark.vllm
 def test_token_id_completion_parses(vllm_server: VLLMServer) -> None:
-    completion = asyncio.run(_complete(vllm_server, PROMPT, SamplingParams(max_tokens=6)))
+    params = SamplingParams(max_tokens=6, ignore_eos=True)
+    completion = asyncio.run(_complete(vllm_server, PROMPT, params))
     assert len(completion.token_ids) == len(completion.logprobs) == 6
     assert completion.finish_reason == "length"
     assert completion.prompt_token_ids == PROMPT
@@ -420,7 +421,7 @@ def test_weight_update_in_place(vllm_server: VLLMServer, teacher: Any, tmp_path:
             try:
                 # A long sample in flight across the update survives it (pause mode "keep")
                 # and keeps the older version label.
-                long_params = SamplingParams(max_tokens=160, seed=5)
+                long_params = SamplingParams(max_tokens=160, seed=5, ignore_eos=True)
                 inflight = asyncio.create_task(client.complete(PROMPT, long_params))
                 await asyncio.sleep(1.0)
                 straddled = not inflight.done()

@@ -142,13 +142,11 @@ def _teardowns() -> Iterator[object]:
     found = cgroups.support()
     if not found.hierarchies():
         return
-    yield pytest.param(found, id="as-probed")
+    probed = "none" if found.kill is None else f"v{found.kill.version}"
+    yield pytest.param(found, id=f"as-probed-{probed}")  # here: v2's cgroup.kill
     freezer = [h for h in _hierarchies() if h.version == 1 and "freezer" in h.controllers]
-    v2 = [h for h in _hierarchies() if h.version == 2 and (h.own / "cgroup.kill").exists()]
-    if freezer:
+    if freezer and found.kill != freezer[0]:
         yield pytest.param(dataclasses.replace(found, kill=freezer[0]), id="v1-freezer")
-    if v2:
-        yield pytest.param(dataclasses.replace(found, kill=v2[0]), id="v2-cgroup.kill")
     yield pytest.param(dataclasses.replace(found, kill=None), id="signals")
 
 

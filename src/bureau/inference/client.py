@@ -52,6 +52,9 @@ class SamplingParams:
     top_p: float = 1.0
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None
+    ignore_eos: bool = False
+    """Sample on past the model's end-of-sequence ids (vLLM's and the built-in engine's
+    `ignore_eos`): a fixed length, for tests and benchmarks."""
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -255,6 +258,8 @@ class EngineClient(EngineEndpoint):
             payload["stop_token_ids"] = list(params.stop_token_ids)
         if params.seed is not None:
             payload["seed"] = params.seed
+        if params.ignore_eos:
+            payload["ignore_eos"] = True
         version = self.known_version
         started = time.perf_counter()
         body = await self._request("POST", "/v1/completions", payload)

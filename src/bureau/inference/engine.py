@@ -345,13 +345,15 @@ class InferenceEngine:
     ) -> RequestFuture:
         """Queue one sample of a continuation of `prompt_ids`.
 
-        Stops at any of `params.stop_token_ids` and, unless `ignore_eos`, the model's EOS ids.
+        Stops at any of `params.stop_token_ids` and, unless `ignore_eos` (or
+        `params.ignore_eos`), the model's EOS ids.
         Raises `ValueError` for a prompt the engine cannot serve, `BureauSystemError`
         (`engine_unavailable`) when the engine is not serving.
         """
         import torch
 
         ids = self.check_prompt(prompt_ids, params)
+        ignore_eos = ignore_eos or params.ignore_eos
         stop_ids = set(params.stop_token_ids) | (set() if ignore_eos else set(self.eos_ids))
         generator = None
         if params.seed is not None:
