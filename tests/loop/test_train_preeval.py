@@ -34,6 +34,9 @@ def run_toml(tmp_path: Path, model: Path, dataset: Path, gate: float) -> Path:
         f'[model]\npath = "{model}"\n[data]\ntrain = "{dataset}"\n'
         f'[engines]\nkind = "url"\nurls = ["{dead_url()}"]\n'
         "[rollout]\nattempts = 2\nmax_in_flight = 2\nagent_timeout_s = 60\n"
+        # A dead engine is resent to with the usual backoff (0.5 s doubling) unless told not to
+        # wait: the gate is about counting, not waiting.
+        "[rollout.harness]\nengine_retry_backoff_s = 0.01\n"
         f"[preeval]\nmax_tasks = 2\nmax_system_error_rate = {gate}\n"
     )
     return path
