@@ -120,6 +120,23 @@ def test_nothing_outlives_a_run(ws: Workspace) -> None:
     assert _alive(f"sleep {marker}") == []
 
 
+@as_root
+def test_what_a_sweep_out_of_time_left_is_swept_before_the_next_run(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork bomb on a loaded machine can outlast the sweep after its run; what it leaves
+    must not hold the code uid's process limit against every later run."""
+    from bureau.tools import runner
+
+    marker = f"{random.randint(100_000, 999_999)}"
+    monkeypatch.setattr(runner, "SWEEP_S", 0.0)  # the sweep's time is up before it starts
+    assert "ok" in code.code_run_shell(ws, f"(setsid sleep {marker}1 &); echo ok")
+    assert _alive(f"sleep {marker}")  # outside the run's process group: only a sweep ends it
+    monkeypatch.setattr(runner, "SWEEP_S", 10.0)
+    assert "ok" in code.code_run_shell(ws, "echo ok")
+    assert _alive(f"sleep {marker}") == []
+
+
 def test_memory_is_limited(ws: Workspace) -> None:
     out = code.code_run_python(ws, "b = bytearray(10 * 1024**3)")
     assert out.startswith("exit code 1")

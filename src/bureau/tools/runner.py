@@ -27,9 +27,10 @@ Separation from the server depends on who the server runs as:
 Nothing outlives a run. The server is a child subreaper while a run lasts, so processes that
 daemonize (double fork, `setsid`) are re-parented to it instead of init; after the run, on exit
 or timeout, the process group is killed and then every remaining descendant, repeatedly until
-none is left (the process limit bounds a fork bomb), and reaped. A caller that was not a
-subreaper before the run is not one after it: a process that adopted orphans it never reaps
-would collect zombies. Runs of one server are serialized.
+none is left (the process limit bounds a fork bomb), and reaped; what a sweep that ran out of
+time left behind is swept before the next run. A caller that was not a subreaper before the run
+is not one after it: a process that adopted orphans it never reaps would collect zombies. Runs
+of one server are serialized.
 
 The code's processes are the first the kernel's OOM killer takes (`oom_score_adj` 1000, which
 needs no privilege to raise): when a sandbox's memory cgroup is full, the agent's code pays for
@@ -147,7 +148,12 @@ def run_isolated(
             if stdin_data is not None:
                 stdin.write(stdin_data)
                 stdin.seek(0)
-            before = set(_children_of(os.getpid()))
+            # Children of the code uid at this point are what an earlier run's sweep left when
+            # its time ran out (runs are serialized): they are swept now, before they can hold
+            # the uid's process limit against this run, and never counted as the server's own.
+            before, leftovers = _own_children(uid)
+            if leftovers:
+                _sweep(before, uid)
             start = time.monotonic()
             try:
                 proc = subprocess.Popen(
@@ -339,8 +345,33 @@ def _proc_table() -> Iterator[tuple[int, int, int, str]]:
         )
 
 
-def _children_of(pid: int) -> list[int]:
-    return [p for p, ppid, _, _ in _proc_table() if ppid == pid]
+def _own_children(uid: int | None) -> tuple[set[int], bool]:
+    """The server's children that are not the code's (what a sweep must leave alone), and
+    whether any child is the code's."""
+    me = os.getpid()
+    children = [(p, owner) for p, ppid, owner, _ in _proc_table() if ppid == me]
+    own = {p for p, owner in children if uid is None or owner != uid}
+    return own, len(own) < len(children)
+
+
+def _reread_ppids(table: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
+    """`table` with the parent read again for each process whose parent is not in it.
+
+    A scan of /proc is not a snapshot: a process read early may name a parent that exited
+    before the scan reached it. The kernel re-parents children before their parent's entry
+    goes, so reading such a process again gives its parent now (a subreaper: us).
+    """
+    seen = {p for p, _, _, _ in table}
+    fixed = []
+    for p, ppid, owner, state in table:
+        if ppid not in seen:
+            with (
+                contextlib.suppress(OSError, StopIteration, ValueError),
+                open(f"/proc/{p}/status", encoding="ascii", errors="replace") as fh,
+            ):
+                ppid = int(next(x for x in fh if x.startswith("PPid:")).split(":", 1)[1])
+        fixed.append((p, ppid, owner, state))
+    return fixed
 
 
 def _kill_group(pgid: int) -> None:
@@ -359,7 +390,7 @@ def _sweep(known_children: set[int], uid: int | None) -> None:
     # limit for every later run.
     deadline = time.monotonic() + SWEEP_S
     while time.monotonic() < deadline:
-        table = list(_proc_table())
+        table = _reread_ppids(list(_proc_table()))
         doomed = {p for p, ppid, _, _ in table if ppid == me and p not in known_children}
         grew = True
         while grew:
