@@ -130,7 +130,13 @@ def test_what_a_sweep_out_of_time_left_is_swept_before_the_next_run(
 
     marker = f"{random.randint(100_000, 999_999)}"
     monkeypatch.setattr(runner, "SWEEP_S", 0.0)  # the sweep's time is up before it starts
-    assert "ok" in code.code_run_shell(ws, f"(setsid sleep {marker}1 &); echo ok")
+    # The run ends only once the daemon is `sleep` in a session of its own (before setsid it
+    # is still in the run's process group, which the run's end kills).
+    daemon = (
+        f"(setsid sleep {marker}1 >/dev/null 2>&1 &); for _ in $(seq 1000); do "
+        f"pgrep -xf 'sleep {marker}1' >/dev/null && break; sleep 0.01; done; echo ok"
+    )
+    assert "ok" in code.code_run_shell(ws, daemon)
     assert _alive(f"sleep {marker}")  # outside the run's process group: only a sweep ends it
     monkeypatch.setattr(runner, "SWEEP_S", 10.0)
     assert "ok" in code.code_run_shell(ws, "echo ok")
