@@ -327,22 +327,21 @@ def _grant_tree(root: Path, uid: int, gid: int) -> None:
 
 
 # -- leftovers -------------------------------------------------------------------------------
+def _proc_entry(pid: int) -> tuple[int, int, int, str] | None:
+    """(pid, ppid, uid, state) of one process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        return pid, int(fields["PPid"]), int(fields["Uid"].split()[0]), fields["State"].split()[0]
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+
+
 def _proc_table() -> Iterator[tuple[int, int, int, str]]:
     """(pid, ppid, uid, state) of every visible process."""
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as fh:
-                fields = dict(line.split(":", 1) for line in fh if ":" in line)
-        except OSError:
-            continue
-        yield (
-            int(entry.name),
-            int(fields["PPid"]),
-            int(fields["Uid"].split()[0]),
-            fields["State"].split()[0],
-        )
+        if entry.name.isdigit() and (row := _proc_entry(int(entry.name))) is not None:
+            yield row
 
 
 def _own_children(uid: int | None) -> tuple[set[int], bool]:
@@ -355,23 +354,17 @@ def _own_children(uid: int | None) -> tuple[set[int], bool]:
 
 
 def _reread_ppids(table: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
-    """`table` with the parent read again for each process whose parent is not in it.
+    """`table` with each process read again whose parent is not in it.
 
     A scan of /proc is not a snapshot: a process read early may name a parent that exited
     before the scan reached it. The kernel re-parents children before their parent's entry
-    goes, so reading such a process again gives its parent now (a subreaper: us).
+    goes, so reading such a process again gives its parent now (a subreaper: us). Parent 0
+    (init, kernel threads) is never in the table and never changes, so it is not read again.
     """
     seen = {p for p, _, _, _ in table}
-    fixed = []
-    for p, ppid, owner, state in table:
-        if ppid not in seen:
-            with (
-                contextlib.suppress(OSError, StopIteration, ValueError),
-                open(f"/proc/{p}/status", encoding="ascii", errors="replace") as fh,
-            ):
-                ppid = int(next(x for x in fh if x.startswith("PPid:")).split(":", 1)[1])
-        fixed.append((p, ppid, owner, state))
-    return fixed
+    return [
+        (_proc_entry(row[0]) or row) if row[1] != 0 and row[1] not in seen else row for row in table
+    ]
 
 
 def _kill_group(pgid: int) -> None:
