@@ -1,4 +1,5 @@
-"""Weight push on GPUs: NCCL broadcast (`bureau.loop.broadcast`) against a safetensors folder.
+"""Weight push on GPUs: NCCL broadcast (`bureau.inference.transport.broadcast`) against a
+safetensors folder.
 
     .venv/bin/python bench/gpu_weights.py              # ~1 GB of bfloat16, 3 rounds per arm
     .venv/bin/python bench/gpu_weights.py --gb 4 --rounds 5
@@ -55,7 +56,7 @@ def receiver(port: int, device: str, commands: Any, answers: Any) -> None:
     import torch
     from safetensors.torch import load_file
 
-    from bureau.loop.broadcast import WeightGroup
+    from bureau.inference.transport.broadcast import WeightGroup
 
     torch.cuda.set_device(device)
     group = WeightGroup.create(HOST, port, 1, 2, "nccl", timeout_s=120, device=torch.device(device))
@@ -89,7 +90,7 @@ def main() -> int:
         return 0
     from safetensors.torch import save_file
 
-    from bureau.loop.broadcast import WeightGroup
+    from bureau.inference.transport.broadcast import WeightGroup
 
     gpus = torch.cuda.device_count()
     target = "cuda:1" if gpus > 1 else "cuda:0"

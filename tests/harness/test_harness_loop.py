@@ -82,6 +82,19 @@ def test_unparsable_call_gets_a_correction_and_a_retry(qwen3: Any) -> None:
     assert record.turns[1].parse_error is None
 
 
+def test_each_turn_samples_with_its_own_seed(qwen3: Any) -> None:
+    """Engines seed a fresh generator per seeded request: one seed for every turn would draw
+    the same random numbers each turn (and again on the regenerated turn after a bad call)."""
+    script = [LIST_CALL, BAD_CALL, LIST_CALL, "2 files."]
+    _, sampler = run(qwen3, script, seed=7)
+    seeds = [p.seed for p in sampler.params]
+    assert seeds[0] == 7 and len(set(seeds)) == 4
+    assert all(s is not None and 0 <= s < 2**63 for s in seeds)
+    assert [p.seed for p in run(qwen3, script, seed=7)[1].params] == seeds  # reproducible
+    assert not set(seeds) & {p.seed for p in run(qwen3, script, seed=8)[1].params}
+    assert {p.seed for p in run(qwen3, script)[1].params} == {None}  # unseeded stays unseeded
+
+
 def test_too_many_parse_failures_stop(qwen3: Any) -> None:
     record, _ = run(qwen3, [BAD_CALL, BAD_CALL, BAD_CALL, "unused"], max_parse_retries=2)
     assert record.stop_reason == "parse_failures"

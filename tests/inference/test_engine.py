@@ -351,3 +351,32 @@ def test_a_tied_model_takes_new_weights_through_its_one_embedding(
     assert after.logprobs != before.logprobs
     expected = teacher_forced(changed, long_prompt, after.token_ids)
     assert (torch.tensor(after.logprobs) - expected).abs().max() <= 1e-4
+
+
+def test_the_engine_runs_where_it_is_told_and_refuses_a_gpu_it_does_not_have(
+    tiny_model: Path,
+) -> None:
+    with pytest.raises(ValueError, match="cpu, cuda, cuda:N or auto"):
+        EngineConfig(device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA device"):
+            InferenceEngine.from_checkpoint(
+                tiny_model, CONFIG.model_copy(update={"device": "cuda"})
+            )
+    auto = InferenceEngine.from_checkpoint(tiny_model, CONFIG.model_copy(update={"device": "auto"}))
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert {p.device.type for p in auto.model.parameters()} == {expected}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_a_gpu_the_engine_samples_there_and_takes_weights_there(tiny_model: Path) -> None:
+    config = CONFIG.model_copy(update={"device": "cuda"})
+    with InferenceEngine.from_checkpoint(tiny_model, config) as eng:
+        assert {p.device.type for p in eng.model.parameters()} == {"cuda"}
+        before = eng.generate(PROMPT, SamplingParams(max_tokens=4, temperature=0))
+        state = {k: v.detach().clone() * 1.01 for k, v in eng.model.state_dict().items()}
+        assert all(t.is_cuda for t in state.values())
+        eng.update_weights(state, 1)
+        after = eng.generate(PROMPT, SamplingParams(max_tokens=4, temperature=0))
+        assert after.weight_versions == [1] * len(after.token_ids)
+        assert before.weight_versions == [0] * len(before.token_ids)

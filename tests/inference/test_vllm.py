@@ -113,6 +113,21 @@ def _pid_alive(pid: int, settle_s: float = 5.0) -> bool:
         time.sleep(0.05)
 
 
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group `pgid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
 class _ControlRecorder(BaseHTTPRequestHandler):
     calls: ClassVar[list[str]] = []
     fail_reload: ClassVar[bool] = False
@@ -191,6 +206,54 @@ def test_server_launch_command_environment_and_group_stop(
     assert not server.alive() and server not in cleanup.live()
     assert not _pid_alive(pid) and not _pid_alive(seen["child"])
     server.stop()  # idempotent
+
+
+OWNER = """
+import json, sys, threading
+from pathlib import Path
+from bureau.inference.vllm import VLLMServer, VLLMServerConfig
+
+model, python, env = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+config = VLLMServerConfig(model=model, python=python, env=env, stop_timeout_s=5)
+started = {}
+# From a worker thread, as a Ray actor may: a parent-death signal would be tied to the thread.
+thread = threading.Thread(target=lambda: started.update(server=VLLMServer(config).start()))
+thread.start()
+thread.join()
+print(started["server"].pid, flush=True)
+threading.Event().wait()
+"""
+
+
+def test_a_server_whose_owner_is_killed_goes_with_its_whole_group(
+    tmp_path: Path, fake_vllm_python: Path
+) -> None:
+    """`ray.kill` SIGKILLs an engine actor: nothing of it runs its cleanup, so the server's
+    keeper must end the group (the server and the engine-core child it forked)."""
+    import signal
+    import subprocess
+
+    record = tmp_path / "record.json"
+    server = _fake_server(fake_vllm_python, tmp_path / "ckpt", record, "serve")
+    env = json.dumps(server.config.env)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(server.config.model), str(fake_vllm_python), env],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None
+        server_pid = int(owner.stdout.readline())
+        child = json.loads(record.read_text())["child"]
+        assert _pid_alive(server_pid, settle_s=0) and _pid_alive(child, settle_s=0)
+        owner.send_signal(signal.SIGKILL)
+        assert owner.wait(timeout=30) == -signal.SIGKILL  # the owner died, uncleanly
+        assert not _pid_alive(server_pid, settle_s=10)
+        assert not _pid_alive(child, settle_s=10)
+        assert not _group_members(server_pid)  # the API server between them too
+    finally:
+        owner.kill()
+        owner.wait()
 
 
 def test_server_that_exits_during_start_up_reports_its_log(

@@ -17,7 +17,7 @@ import pytest
 from bureau.algo.advantages import AdvantageConfig
 from bureau.algo.reductions import ReductionConfig
 from bureau.loop.checkpoints import latest, read_loop_state, write_loop_state
-from bureau.loop.controller import Controller, LoopSettings
+from bureau.loop.controller import Controller, LoopSettings, LoopStalled
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
@@ -38,13 +38,26 @@ class FakeEngine:
 
 
 class FakeRollout:
-    """Two sampled turns per trajectory; the second waits a random time, so versions can mix."""
+    """Two sampled turns per trajectory; the second waits a random time, so versions can mix.
 
-    def __init__(self, engine: FakeEngine, *, lose: set[tuple[str, int]] | None = None) -> None:
+    Tokens carry the version of the weights the engine holds, as the built-in engine labels
+    them; with `blind`, the version the loop last told it, as a client of vLLM labels them."""
+
+    def __init__(
+        self, engine: FakeEngine, *, lose: set[tuple[str, int]] | None = None, blind: bool = False
+    ) -> None:
         self.engine = engine
         self.lose = set(lose or ())
+        self.blind = blind
         self.calls: list[RolloutRequest] = []
+        self.told: list[int] = []
         self.rng = random.Random(0)
+
+    def _label(self) -> int:
+        return (self.told[-1] if self.told else 0) if self.blind else self.engine.version
+
+    async def set_weight_version(self, version: int) -> None:
+        self.told.append(version)
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         self.calls.append(request)
@@ -52,12 +65,12 @@ class FakeRollout:
         self.engine.busy += 1
         self.engine.peak = max(self.engine.peak, self.engine.busy)
         try:
-            first = self.engine.version
+            first = self._label()
             await asyncio.sleep(self.rng.uniform(0.001, 0.02))
             if key in self.lose:
                 self.lose.discard(key)
                 raise WorkerLost("killed")
-            second = self.engine.version
+            second = self._label()
         finally:
             self.engine.busy -= 1
         record = empty_record(request, "completed")
@@ -74,18 +87,26 @@ class FakeRollout:
 
 
 class FakeTrainer:
-    def __init__(self, engine: FakeEngine) -> None:
+    def __init__(self, engine: FakeEngine, *, skip: set[int] | None = None) -> None:
         self.engine = engine
         self.steps = 0
+        self.calls = 0
+        self.skip = set(skip or ())
+        """Calls (1-based) whose gradient is non-finite: the step is skipped, as the trainer
+        does (`train/skipped_step`), and the weights stay as they are."""
         self.trained: list[list[int]] = []  # per step: versions of its tokens
 
     async def step(self, batch: TrainBatch) -> dict[str, Any]:
+        self.calls += 1
         self.engine.busy_during_step.append(self.engine.busy)
+        await asyncio.sleep(0.005)
+        if self.calls in self.skip:
+            return {"train/loss": float("nan"), "train/skipped_step": 1.0}
+        self.steps += 1  # the weights change here, before the step returns
         await asyncio.sleep(0.005)
         self.engine.busy_during_step.append(self.engine.busy)
         self.trained.append([v for row in batch.weight_versions or [] for v in row if v >= 0])
-        self.steps += 1
-        return {"train/loss": 0.0}
+        return {"train/loss": 0.0, "train/skipped_step": 0.0}
 
     async def version(self) -> int:
         return self.steps
@@ -108,16 +129,24 @@ class FakeTrainer:
 
 
 class FakeWeights:
-    def __init__(self, engine: FakeEngine) -> None:
+    """Records, for every push and every repair, (the label, the trainer's actual version)."""
+
+    def __init__(self, engine: FakeEngine, trainer: FakeTrainer | None = None) -> None:
         self.engine = engine
+        self.trainer = trainer
         self.pushed: list[int] = []
+        self.labels: list[tuple[int, int]] = []
 
     async def publish(self, version: int) -> dict[str, float]:
         self.engine.version = version
         self.pushed.append(version)
+        if self.trainer is not None:
+            self.labels.append((version, self.trainer.steps))
         return {"weights/sync_s": 0.0}
 
     async def repair(self, version: int) -> int:
+        if self.trainer is not None:
+            self.labels.append((version, self.trainer.steps))
         return 0
 
 
@@ -138,11 +167,13 @@ def make(
     steps: int,
     staleness: int,
     lose: set[tuple[str, int]] | None = None,
+    blind: bool = False,
+    skip: set[int] | None = None,
     **kw: Any,
 ) -> tuple[Controller, FakeEngine, FakeRollout, FakeTrainer, ListSink]:
     engine = FakeEngine()
-    rollout = FakeRollout(engine, lose=lose)
-    trainer = FakeTrainer(engine)
+    rollout = FakeRollout(engine, lose=lose, blind=blind)
+    trainer = FakeTrainer(engine, skip=skip)
     sink = ListSink()
     eval_tasks = kw.pop("eval_tasks", ())
     settings = LoopSettings(
@@ -152,7 +183,7 @@ def make(
         max_in_flight=kw.pop("max_in_flight", 6),
         max_staleness=staleness,
         checkpoint_every=kw.pop("checkpoint_every", 100),
-        repair_every_s=60,
+        repair_every_s=kw.pop("repair_every_s", 60),
         **kw,
     )
     controller = Controller(
@@ -160,7 +191,7 @@ def make(
         stream=TaskStream(TASKS, seed=3),
         rollout=rollout,
         trainer=trainer,
-        weights=FakeWeights(engine),
+        weights=FakeWeights(engine, trainer),
         advantages=AdvantageConfig(),
         reduction=ReductionConfig(),
         sink=sink,
@@ -210,7 +241,7 @@ def test_async_loop_trains_each_group_once_within_the_bound(tmp_path: Path) -> N
     ):
         assert key in last, key
     assert last["rollout/pass_at_1"] == pytest.approx(0.5)
-    assert [s for s, _ in sink.rows] == [1, 2, 3, 4, 5, 6]
+    assert [s for s, m in sink.rows if "data/group_ids" in m] == [1, 2, 3, 4, 5, 6]
 
 
 def test_sync_mode_keeps_engines_idle_while_training(tmp_path: Path) -> None:
@@ -287,3 +318,68 @@ def _latest(tmp_path: Path) -> Path:
     folder = latest(tmp_path / "checkpoint")
     assert folder is not None
     return folder
+
+
+def test_rollouts_that_cannot_label_versions_are_told_them_and_drop_nothing(
+    tmp_path: Path,
+) -> None:
+    """vLLM reports no version per token: the worker labels tokens with the version the loop
+    told it. Told nothing, every token would stay version 0 and every group past the bound
+    would be dropped; told after every publish, max_staleness + 3 steps at bound 1 drop none."""
+    controller, _engine, rollout, trainer, _sink = make(tmp_path, steps=4, staleness=1, blind=True)
+    history = asyncio.run(controller.run())
+    assert rollout.told == [1, 2, 3, 4]
+    assert trainer.steps == 4
+    assert history[-1].get("buffer/dropped_stale", 0) == 0
+    assert max(v for versions in trainer.trained for v in versions) >= 2  # versions advance
+
+
+def test_a_run_that_drops_every_group_stops_and_says_why(tmp_path: Path) -> None:
+    """Engines that never get new weights: after step 1 every group is stale. The run stops
+    after `max_dropped_steps` steps' worth of drops, naming the cause, and the drops were
+    written as they happened, not only at steps."""
+    controller, engine, _rollout, trainer, sink = make(
+        tmp_path, steps=20, staleness=0, max_dropped_steps=3, live_metrics_every_s=0.001
+    )
+
+    async def never_update(version: int) -> dict[str, float]:
+        return {"weights/sync_s": 0.0, "weights/engines_updated": 0.0}
+
+    controller.weights.publish = never_update  # type: ignore[method-assign]
+    with pytest.raises(LoopStalled, match=r"6 groups in a row were dropped as stale"):
+        asyncio.run(controller.run())
+    assert trainer.steps == 1 and engine.version == 0
+    live = [m for _, m in sink.rows if "live/dropped_stale" in m]
+    assert live and max(m["live/dropped_stale"] for m in live) >= 1
+
+
+def test_a_skipped_step_is_not_a_new_version(tmp_path: Path) -> None:
+    """A non-finite gradient: the trainer keeps its weights, so nothing is pushed and the
+    version stays; the next good step is version 2, not 3."""
+    controller, _engine, rollout, trainer, sink = make(tmp_path, steps=3, staleness=1, skip={2})
+    history = asyncio.run(controller.run())
+    assert trainer.calls == 4 and trainer.steps == 3
+    assert controller.weights.pushed == [1, 2, 3]  # type: ignore[attr-defined]
+    assert rollout.told == [1, 2, 3]
+    assert [m["step"] for m in history] == [1, 2, 3]
+    assert history[-1]["train/skipped_steps"] == 1
+    assert [s for s, m in sink.rows if m.get("train/skipped_step")] == [1]
+
+
+def test_endless_skipped_steps_stop_the_run(tmp_path: Path) -> None:
+    controller, *_ = make(
+        tmp_path, steps=5, staleness=1, skip=set(range(1, 100)), max_batches_without_signal=3
+    )
+    with pytest.raises(LoopStalled, match="non-finite gradients"):
+        asyncio.run(controller.run())
+
+
+def test_a_repair_never_pushes_a_steps_weights_under_the_old_version(tmp_path: Path) -> None:
+    """The trainer's weights change inside its step, before the publish labels them: a repair
+    in that window would push step t+1's weights as version t. Repairs run every millisecond
+    here; every push and repair must carry the version of the weights the trainer holds."""
+    controller, *_ = make(tmp_path, steps=6, staleness=1, repair_every_s=0.001)
+    asyncio.run(controller.run())
+    labels = controller.weights.labels  # type: ignore[attr-defined]
+    assert len(labels) > 6  # repairs ran between the steps
+    assert all(label == held for label, held in labels), labels

@@ -72,3 +72,12 @@ def test_a_restarting_engine_is_missed_then_repaired(tmp_path: Path) -> None:
 def test_any_other_failure_of_a_push_is_raised(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="bad weights"):
         asyncio.run(_port([_Engine(), _Engine(broken=True)], tmp_path).publish(1))
+
+
+def test_an_engine_actor_runs_on_cuda_only_when_ray_gave_it_gpus() -> None:
+    from bureau.loop.actors.remote import engine_device
+
+    assert engine_device("auto", gpu_ids=[0]) == "cuda"
+    assert engine_device("auto", gpu_ids=[]) == "cpu"
+    assert engine_device("cpu", gpu_ids=[0]) == "cpu"  # logical GPUs on a CPU machine
+    assert engine_device("cuda", gpu_ids=[]) == "cuda"  # the engine then refuses it clearly

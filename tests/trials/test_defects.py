@@ -86,3 +86,14 @@ def test_a_dropped_task_is_never_handed_out_again() -> None:
     stream.drop("c")
     with pytest.raises(ValueError, match="every task was dropped"):
         stream.next()
+
+
+def test_a_dropped_task_stays_dropped_after_a_resume() -> None:
+    tasks = [TaskRef(name, f"/tasks/{name}") for name in ("a", "b", "c")]
+    stream = TaskStream(tasks, seed=1)
+    stream.drop("b")
+    state = stream.state()
+    resumed = TaskStream(tasks, seed=1)
+    resumed.load_state(state)
+    assert resumed.dropped == {"b"}
+    assert "b" not in {resumed.next()[1].name for _ in range(9)}

@@ -10,6 +10,7 @@ context, after too many unparsable tool calls in a row, at the deadline, or on a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from collections.abc import Coroutine, Sequence
@@ -27,6 +28,20 @@ from bureau.inference.client import Completion, Sampler, SamplingParams
 from bureau.records import StopReason, ToolCallRecord, TrajectoryRecord, TurnRecord
 
 T = TypeVar("T")
+
+
+def turn_seed(seed: int, turn: int) -> int:
+    """The sampling seed of turn `turn` (0-based) of the trajectory seeded `seed`.
+
+    Engines seed a fresh generator per seeded request, so one seed for every turn would replay
+    the same random draws turn after turn. Turn 0 keeps `seed`; later turns get a 63-bit hash
+    of (seed, turn), the same in every process.
+    """
+    if turn == 0:
+        return seed
+    digest = hashlib.blake2b(f"{seed}:{turn}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful analyst working inside a company's files. Use the tools to read the "
@@ -66,7 +81,11 @@ class HarnessConfig(StrictModel):
     engine_retry_backoff_s: float = Field(0.5, ge=0, description="Wait before the first resend.")
     temperature: float = Field(1.0, ge=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    seed: int | None = Field(None, description="Sampling seed, where the engine supports one.")
+    seed: int | None = Field(
+        None,
+        description="Sampling seed of the trajectory, where the engine supports one; each turn "
+        "samples with its own seed drawn from it (`turn_seed`).",
+    )
     enable_thinking: bool = Field(True, description="Render Qwen3's thinking mode.")
     tool_prefixes: list[str] | None = Field(
         None, description="Expose only tools whose names start with one of these (fs_, pdf_...)."
@@ -252,7 +271,7 @@ class Episode:
             temperature=cfg.temperature,
             top_p=cfg.top_p,
             stop_token_ids=self.stop_ids,
-            seed=cfg.seed,
+            seed=None if cfg.seed is None else turn_seed(cfg.seed, len(self.turns)),
         )
         completion = await self._bounded(
             self.sampler.complete(list(self.state.token_ids), params, session_id=self.trajectory_id)

@@ -171,6 +171,15 @@ class EngineEndpoint:
             return False
         return response.status_code == 200
 
+    async def weight_version(self) -> int | None:
+        """The version `/weight_info` reports (vLLM's are strings: their digits are kept), or
+        None before one was set. An engine without the route raises `EngineHTTPError` (404)."""
+        value = (await self._request("GET", "/weight_info")).get("weight_version")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        digits = "".join(ch for ch in str(value or "") if ch.isdigit())
+        return int(digits) if digits else None
+
     async def _request(
         self,
         method: str,

@@ -1,31 +1,35 @@
-"""Pushing new weights into a serving engine: one Protocol, one HTTP update cycle.
+"""Pushing new weights into a serving engine: one Protocol, one update cycle.
 
 `WeightSync` is what the loop needs from any engine it updates: pause, resume, an in-place
-weight update that returns the seconds it took, the version the engine serves, and close. Two
-HTTP clients implement it with the same cycle (`HTTPWeightSync.update_weights`):
+weight update that returns the seconds it took, the version the engine serves, and close. Every
+engine implements it with the same cycle (`UpdateCycle.update_weights`):
 
     check the source (before the engine is touched) -> pause(keep) -> load -> resume
 
 `keep` freezes in-flight requests, which then continue on the new weights (recomputed), so no
 sample is lost and no KV state from the old weights is reused. The engine is resumed even when
-the load fails, and the load's error is the one raised. Only the load differs: `EngineControl`
-(the built-in engine, `bureau serve`) posts the folder to `/update_weights`;
-`bureau.inference.vllm.VLLMControl` asks vLLM to `reload_weights` and then sets the version.
+the load fails, and the load's error is the one raised. Only the load differs:
+`InProcessControl` hands a folder or a state dict to an `InferenceEngine` in this process (a
+Ray engine actor, tests); `EngineControl` (the built-in engine as a server, `bureau serve`)
+posts the folder to `/update_weights`; `bureau.inference.vllm.VLLMControl` asks vLLM to
+`reload_weights` and then sets the version (also a `url` engine that offers vLLM's routes).
 
-A state dict cannot travel over these HTTP endpoints; the clients refuse one with a clear
-error, and an in-process engine (a Ray actor owning an `InferenceEngine`) takes it directly.
+A state dict cannot travel over the HTTP endpoints; those clients refuse one with a clear
+error. How the weights get to an engine (object store, a folder on disk, a gloo/nccl
+broadcast) is the transport's business (`bureau.inference.broadcast`, the loop's weight ports).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.errors import SystemErrorKind
 from bureau.inference.client import EngineClient, EngineEndpoint
 
 if TYPE_CHECKING:
@@ -65,7 +69,93 @@ class WeightSync(Protocol):
     async def aclose(self) -> None: ...
 
 
-class HTTPWeightSync(EngineEndpoint, WeightSync):
+Source = Path | Mapping[str, "torch.Tensor"]
+
+
+class UpdateCycle(ABC):
+    """The one update cycle of every `WeightSync`; subclasses give pause, resume and load."""
+
+    @abstractmethod
+    async def pause(self, mode: PauseMode = "keep") -> None: ...
+
+    @abstractmethod
+    async def resume(self) -> None: ...
+
+    def check_source(self, weights: Source) -> Source:
+        """What to load, checked before the engine is touched; raise if it cannot load."""
+        return weights
+
+    @abstractmethod
+    async def load(self, source: Any, version: int) -> None:
+        """Load `source` (what `check_source` returned) into the paused engine and label later
+        tokens with `version`."""
+
+    async def update_weights(self, weights: Source, version: int) -> float:
+        """Check, pause (keep), load, resume; returns the cycle's seconds.
+
+        A source the engine could not load is refused before the engine is touched. A load
+        that fails on the engine side may leave the model partly replaced: push a good
+        checkpoint next, or restart the engine.
+        """
+        source = self.check_source(weights)
+        started = time.perf_counter()
+        await self.pause("keep")
+        try:
+            await self.load(source, version)
+        except BaseException:
+            # The load's error is the one to report; a failing resume only adds noise.
+            with contextlib.suppress(Exception):
+                await self.resume()
+            raise
+        await self.resume()
+        return time.perf_counter() - started
+
+
+class ServingEngine(Protocol):
+    """What `InProcessControl` needs of an engine (`bureau.inference.engine.InferenceEngine`)."""
+
+    @property
+    def weight_version(self) -> int: ...
+
+    def pause(self, mode: PauseMode = "keep") -> int: ...
+
+    def resume(self) -> None: ...
+
+    def update_weights(self, source: Source, version: int) -> None: ...
+
+
+class InProcessControl(UpdateCycle, WeightSync):
+    """`WeightSync` for an engine in this process: a folder or a state dict, loaded directly.
+
+    The engine checks names, shapes and dtypes before it touches the model, so a bad source
+    raises (`ValueError`, `FileNotFoundError`) and the old weights keep serving. `sync_update`
+    runs the same cycle from code without an event loop (a Ray engine actor's method).
+    """
+
+    def __init__(self, engine: ServingEngine) -> None:
+        self.engine = engine
+
+    async def pause(self, mode: PauseMode = "keep") -> None:
+        self.engine.pause(mode)
+
+    async def resume(self) -> None:
+        self.engine.resume()
+
+    async def load(self, source: Any, version: int) -> None:
+        self.engine.update_weights(source, version)
+
+    async def weight_version(self) -> int | None:
+        return self.engine.weight_version
+
+    async def aclose(self) -> None:
+        pass
+
+    def sync_update(self, weights: Source, version: int) -> float:
+        """`update_weights` for a caller that has no running event loop."""
+        return asyncio.run(self.update_weights(weights, version))
+
+
+class HTTPWeightSync(EngineEndpoint, UpdateCycle, WeightSync):
     """`WeightSync` over an engine's HTTP control endpoints; subclasses give the load step.
 
     It names the Protocol as a base so that the type checker holds every client to it.
@@ -85,37 +175,7 @@ class HTTPWeightSync(EngineEndpoint, WeightSync):
     async def is_paused(self) -> bool:
         return bool((await self._request("GET", "/is_paused")).get("is_paused"))
 
-    async def weight_version(self) -> int | None:
-        """The version `/weight_info` reports (vLLM's are strings: their digits are kept)."""
-        value = (await self._request("GET", "/weight_info")).get("weight_version")
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        digits = "".join(ch for ch in str(value or "") if ch.isdigit())
-        return int(digits) if digits else None
-
-    async def update_weights(
-        self, weights: Path | Mapping[str, torch.Tensor], version: int
-    ) -> float:
-        """Check, pause (keep), load, resume; returns the cycle's seconds.
-
-        A source the engine could not load is refused before the engine is touched (see each
-        client's `check_source`). A load that fails on the engine side may leave the model
-        partly replaced: push a good checkpoint next, or restart the engine.
-        """
-        folder = self.check_source(weights)
-        started = time.perf_counter()
-        await self.pause("keep")
-        try:
-            await self.load(folder, version)
-        except BaseException:
-            # The load's error is the one to report; a failing resume only adds noise.
-            with contextlib.suppress(BureauSystemError):
-                await self.resume()
-            raise
-        await self.resume()
-        return time.perf_counter() - started
-
-    def check_source(self, weights: Path | Mapping[str, torch.Tensor]) -> Path:
+    def check_source(self, weights: Source) -> Path:
         """The folder to load; refuses a state dict, which HTTP cannot carry."""
         if isinstance(weights, Mapping):
             raise TypeError(
@@ -125,8 +185,8 @@ class HTTPWeightSync(EngineEndpoint, WeightSync):
         return Path(weights).resolve()
 
     @abstractmethod
-    async def load(self, folder: Path, version: int) -> None:
-        """Load `folder` into the paused engine and label later tokens with `version`."""
+    async def load(self, source: Any, version: int) -> None:
+        """Load the folder `source` into the paused engine; label later tokens `version`."""
 
 
 class EngineControl(HTTPWeightSync):
@@ -136,9 +196,9 @@ class EngineControl(HTTPWeightSync):
     folder raises `engine_error` and the old weights keep serving.
     """
 
-    async def load(self, folder: Path, version: int) -> None:
+    async def load(self, source: Any, version: int) -> None:
         await self._request(
-            "POST", "/update_weights", {"weights_path": str(folder), "version": version}
+            "POST", "/update_weights", {"weights_path": str(source), "version": version}
         )
 
 

@@ -42,6 +42,7 @@ import asyncio
 import itertools
 import logging
 import random
+import re
 import threading
 import time
 from collections import deque
@@ -51,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bureau.config import StrictModel
 from bureau.errors import BureauSystemError, SystemErrorKind
@@ -89,6 +90,35 @@ class EngineConfig(StrictModel):
     """Reuse the KV of prompt prefixes already computed (emptied on every weight update)."""
     seed: int | None = None
     """Seed of the generator used by requests without their own seed; random when unset."""
+    device: str = "cpu"
+    """Where the model runs: `cpu`, `cuda`, `cuda:N`, or `auto` (cuda when torch sees one).
+    Weights pushed to the engine are copied straight into the model on this device."""
+
+    @field_validator("device")
+    @classmethod
+    def _known_device(cls, value: str) -> str:
+        if value in ("cpu", "cuda", "auto") or re.fullmatch(r"cuda:\d+", value):
+            return value
+        raise ValueError(f"device must be cpu, cuda, cuda:N or auto, not {value!r}")
+
+
+def resolve_device(device: str) -> str:
+    """`EngineConfig.device` as a torch device name; `ValueError` when CUDA is asked for and
+    torch has none (a CPU build of torch, or no visible GPU)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"the engine was asked to run on {device}, but torch {torch.__version__} sees no "
+                "CUDA device (a CPU build, or CUDA_VISIBLE_DEVICES is empty); set device = 'cpu'"
+            )
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        if index >= torch.cuda.device_count():
+            raise ValueError(f"{device}: torch sees {torch.cuda.device_count()} CUDA devices")
+    return device
 
 
 class RequestFuture(Future[Completion]):
@@ -202,10 +232,14 @@ class InferenceEngine:
     @classmethod
     def from_checkpoint(cls, path: Path, config: EngineConfig | None = None) -> InferenceEngine:
         """Load a local Hugging Face checkpoint folder (not started)."""
+        import torch
+
         from bureau.models.checkpoint import load_checkpoint
 
         config = config or EngineConfig()
+        device = resolve_device(config.device)
         model, tokenizer = load_checkpoint(Path(path), dtype=_torch_dtype(config.dtype))
+        torch.nn.Module.to(model, device)
         return cls(model, tokenizer, config, source=str(path))
 
     # ------------------------------------------------------------------ lifecycle

@@ -3,8 +3,10 @@
 `ManagedServer` owns one server process (in its own process group, so the children an engine
 forks go with it), its log file and its port. `start()` blocks until `/health` answers and
 raises `engine_unavailable` with the log's tail when the process dies or the start-up timeout
-passes; `stop()` is idempotent and registered with `bureau.sandbox.cleanup`, so no server
-outlives the process that started it. Subclasses give the command line and the environment:
+passes; `stop()` is idempotent and registered with `bureau.sandbox.cleanup`. The group's leader
+is a keeper (`bureau.inference.keeper`) that ends the whole group when this process dies
+without stopping it (SIGKILL, a crash), so no server outlives the process that started it.
+Subclasses give the command line and the environment:
 `BuiltinServer` runs `bureau serve`, and `bureau.inference.vllm.VLLMServer` runs vLLM's
 OpenAI-compatible server from its own virtual environment.
 """
@@ -12,17 +14,14 @@ OpenAI-compatible server from its own virtual environment.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
@@ -35,6 +34,7 @@ from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.inference.client import EngineClient
 
 Kind = SystemErrorKind
+KEEPER = Path(__file__).with_name("keeper.py")
 
 
 class ServerConfig(StrictModel):
@@ -76,6 +76,8 @@ class ManagedServer(ABC):
         self.startup_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._lifeline: int | None = None
+        """The write end of the keeper's stdin: closed when this process goes."""
 
     @abstractmethod
     def command(self) -> list[str]:
@@ -123,15 +125,18 @@ class ManagedServer(ABC):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         started = time.perf_counter()
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env=self.environment(),
-            start_new_session=True,
-            preexec_fn=_die_with_parent_fn(),
-        )
+        lifeline_in, self._lifeline = os.pipe()  # neither end is inherited by other children
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(KEEPER), *self.command()],
+                stdin=lifeline_in,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                start_new_session=True,
+            )
+        finally:
+            os.close(lifeline_in)
         self.id = f"{self.kind}-{self._proc.pid}"
         from bureau.sandbox import cleanup
 
@@ -197,6 +202,9 @@ class ManagedServer(ABC):
             _signal_group(proc.pid, signal.SIGKILL)
             _wait_group_gone(proc.pid, timeout_s=5.0)
             self._proc = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -267,27 +275,6 @@ def _wait_group_gone(pgid: int, timeout_s: float) -> None:
         except (ProcessLookupError, PermissionError):
             return
         time.sleep(0.05)
-
-
-def _die_with_parent_fn() -> Callable[[], None] | None:
-    """A pre-exec hook so the server gets SIGTERM if its parent is SIGKILLed (Linux only).
-
-    The kernel sends it when the *thread* that forked exits, so it is armed only when starting
-    from the main thread; a server started from a worker thread relies on the exit hooks.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def arm() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
-
-    return arm
 
 
 def free_port(host: str) -> int:

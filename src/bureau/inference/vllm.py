@@ -207,8 +207,8 @@ class VLLMControl(HTTPWeightSync):
         check_weights_dir(folder)
         return folder
 
-    async def load(self, folder: Path, version: int) -> None:
-        await self.reload_weights(folder)
+    async def load(self, source: Any, version: int) -> None:
+        await self.reload_weights(Path(source))
         await self.set_weight_version(version)
 
     async def reload_weights(self, weights_dir: Path) -> None:

@@ -54,11 +54,16 @@ class DataSection(StrictModel):
 class EngineSection(StrictModel):
     kind: Literal["builtin", "vllm", "url"] = "builtin"
     """builtin: bureau's engine in a Ray actor; vllm: vLLM servers (`.venv-vllm` on CPU); url:
-    servers already running at `urls` (their weights are not updated by the loop)."""
+    servers already running at `urls` (updated through their weight routes, `url_control`)."""
     count: int = Field(default=1, ge=1)
     """Engine replicas (builtin, vllm); the router spreads trajectories over them."""
     urls: list[str] = Field(default_factory=list)
     """kind = url: the servers' base URLs."""
+    url_control: Literal["vllm", "builtin", "none"] = "vllm"
+    """kind = url: the servers' weight routes. vllm: vLLM's development routes (started with
+    `VLLM_SERVER_DEV_MODE=1`); builtin: `bureau serve`'s; none: the loop leaves their weights
+    alone (every token is version 0, so only `async.stale_policy = "keep"` can train). Either
+    way the servers read the weight folders (`RUN/weights-sync`) under the driver's paths."""
     num_cpus: float = Field(default=1.0, ge=0)
     """Ray CPUs reserved per engine."""
     num_gpus: float = Field(default=0.0, ge=0)
@@ -67,6 +72,10 @@ class EngineSection(StrictModel):
     """builtin: most sequences decoded together."""
     cache_tokens: int = Field(default=65536, ge=256)
     """builtin: KV-cache size in tokens."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """builtin: where each engine's model runs. auto: cuda when Ray gave the engine GPUs
+    (`num_gpus`), else cpu; cpu with `num_gpus` > 0 places engines on (logical) GPUs but runs
+    them on the CPU (tests of GPU placement on a machine without GPUs)."""
     startup_timeout_s: float = Field(default=600.0, gt=0)
     """How long an engine may take to become healthy."""
     max_restarts: int = Field(default=3, ge=0)
@@ -241,6 +250,17 @@ class RunConfig(StrictModel):
             self.judge.share(self.rollout.workers)  # limits too small to split are an error
         if self.engines.kind == "url" and not self.engines.urls:
             raise ValueError("engines.kind = 'url' needs engines.urls")
+        if (
+            self.engines.kind == "url"
+            and self.engines.url_control == "none"
+            and self.async_.stale_policy == "drop"
+        ):
+            raise ValueError(
+                "engines.url_control = 'none' leaves the engines on the starting weights, so "
+                "after async.max_staleness steps every group is stale and dropped: give the "
+                "servers' weight routes (url_control = 'vllm' or 'builtin'), or set "
+                "async.stale_policy = 'keep' to train on them anyway"
+            )
         transport = self.weights.transport
         if transport in ("object_store", "nccl", "gloo") and self.engines.kind != "builtin":
             raise ValueError(f"weights.transport = {transport!r} needs builtin engines")

@@ -59,7 +59,15 @@ class LoopSettings:
     """Evaluation attempts in flight (None: they share `max_in_flight` with training)."""
     repair_every_s: float = 5.0
     max_batches_without_signal: int = 25
-    """Consecutive batches with no usable group before the run stops with an error."""
+    """Consecutive batches with no usable group (or whose optimizer step was skipped for a
+    non-finite gradient) before the run stops with an error."""
+    max_dropped_steps: int = 5
+    """Stop with an error after this many steps' worth of groups in a row were dropped as stale
+    (`groups_per_step` each) with no step between them: the engines' tokens never catch up
+    with the trainer (weights not reaching the engines, or versions not reaching the workers)."""
+    live_metrics_every_s: float = 5.0
+    """How often the counters (stale drops, buffer, groups running) are written between steps,
+    so a run that trains nothing still says why."""
 
 
 class Controller:
@@ -106,6 +114,11 @@ class Controller:
         self._last_checkpoint = -1
         self._skipped: list[str] = []
         """Groups finished without training since the last step (stale, or no signal)."""
+        self._dropped_in_a_row = 0
+        self._oldest_dropped: int | None = None
+        self._weights_lock = asyncio.Lock()
+        """Held from a trainer step to the publish of its weights, and by each repair: a repair
+        in between would push the new weights under the old version."""
 
     # -- public ---------------------------------------------------------------------------
 
@@ -117,12 +130,13 @@ class Controller:
             await self._evaluate("start")
         producer = asyncio.create_task(self._produce(), name="bureau-producer")
         repair = asyncio.create_task(self._repair(), name="bureau-weight-repair")
+        live = asyncio.create_task(self._live_metrics(), name="bureau-live-metrics")
         try:
             history = await self._consume()
         finally:
-            for task in (producer, repair, *self._inflight):
+            for task in (producer, repair, live, *self._inflight):
                 task.cancel()
-            await asyncio.gather(producer, repair, *self._inflight, return_exceptions=True)
+            await asyncio.gather(producer, repair, live, *self._inflight, return_exceptions=True)
         if self.version != self._last_checkpoint:
             await self._checkpoint()
         if self.settings.eval_at_end and self.eval_tasks and not self.stop_requested.is_set():
@@ -217,10 +231,29 @@ class Controller:
                 if self.settings.stale_policy == "drop":
                     self._counters["buffer/dropped_stale"] += 1
                     self._finish_groups([group], trained=False)
+                    self._note_dropped(group)
                     continue
                 self._counters["buffer/kept_stale"] += 1
+            self._dropped_in_a_row, self._oldest_dropped = 0, None
             taken.append(group)
         return taken, waited
+
+    def _note_dropped(self, group: Group) -> None:
+        """Count a stale drop; too many in a row stop the run (`max_dropped_steps`)."""
+        self._dropped_in_a_row += 1
+        oldest = min((v for row in group.weight_versions for v in row if v >= 0), default=None)
+        if oldest is not None and (self._oldest_dropped is None or oldest < self._oldest_dropped):
+            self._oldest_dropped = oldest
+        limit = self.settings.max_dropped_steps * self.settings.groups_per_step
+        if self._dropped_in_a_row >= limit:
+            raise LoopStalled(
+                f"{self._dropped_in_a_row} groups in a row were dropped as stale (their oldest "
+                f"tokens were sampled at weight version {self._oldest_dropped}, the trainer is "
+                f"at {self.version}, the bound is {self.settings.max_staleness}): the tokens "
+                "never catch up with the trainer. The engines are not getting the new weights, "
+                "or the rollout workers are not told their versions; see `weights/*` and "
+                "`staleness/*` in metrics.jsonl"
+            )
 
     def _finish_groups(self, groups: Sequence[Group], *, trained: bool) -> None:
         for group in groups:
@@ -258,14 +291,28 @@ class Controller:
                     barren_why[reason] += n
                 barren_errors.update(r.error_kind for g in groups for r in g.rollouts)
                 if barren >= self.settings.max_batches_without_signal:
-                    raise LoopStalled(barren, barren_why, barren_errors)
+                    raise LoopStalled.no_signal(barren, barren_why, barren_errors)
                 continue
-            barren, barren_why, barren_errors = 0, Counter(), Counter()
             busy_started = time.perf_counter()
-            metrics = await self.trainer.step(made.batch)
-            busy = time.perf_counter() - busy_started
-            sync = await self.weights.publish(self.version + 1)
-            self.version += 1
+            async with self._weights_lock:
+                metrics = await self.trainer.step(made.batch)
+                busy = time.perf_counter() - busy_started
+                if metrics.get("train/skipped_step"):
+                    # The trainer dropped the gradient (non-finite) and its weights are the
+                    # same: no new version, nothing to push; the groups are spent.
+                    self._counters["train/skipped_steps"] += 1
+                    self._finish_groups(groups, trained=False)
+                    self.sink.log(self.version, {"train/skipped_step": 1.0, **metrics})
+                    barren += 1
+                    barren_why["non_finite_gradient"] += 1
+                    if barren >= self.settings.max_batches_without_signal:
+                        raise LoopStalled.no_signal(barren, barren_why, barren_errors)
+                    continue
+                sync = await self.weights.publish(self.version + 1)
+                if sync.get("weights/engines_updated", 1.0) > 0:
+                    await self.rollout.set_weight_version(self.version + 1)
+                self.version += 1
+            barren, barren_why, barren_errors = 0, Counter(), Counter()
             self._finish_groups(groups, trained=True)
             self._wake.set()
             now = time.perf_counter()
@@ -377,35 +424,63 @@ class Controller:
         self.admission.accepted = self.version * self.settings.groups_per_step
         self._last_checkpoint = self.version
         if self.version > 0:
-            await self.weights.publish(self.version)
+            sync = await self.weights.publish(self.version)
+            if sync.get("weights/engines_updated", 1.0) > 0:
+                await self.rollout.set_weight_version(self.version)
 
     async def _repair(self) -> None:
         """Engines restarted by Ray come back with the initial weights: push the current ones."""
         while True:
             await asyncio.sleep(self.settings.repair_every_s)
             try:
-                fixed = await self.weights.repair(self.version)
+                async with self._weights_lock:
+                    fixed = await self.weights.repair(self.version)
             except Exception as exc:  # an engine still restarting; try again next round
                 log.warning("weight repair failed: %s", exc)
                 continue
             if fixed:
                 self._counters["engines/weights_repaired"] += fixed
 
+    async def _live_metrics(self) -> None:
+        """Every `live_metrics_every_s`: the counters and the buffer, between steps too."""
+        while True:
+            await asyncio.sleep(self.settings.live_metrics_every_s)
+            self.sink.log(
+                self.version,
+                {
+                    "live/dropped_stale": self._counters["buffer/dropped_stale"],
+                    "live/dropped_in_a_row": self._dropped_in_a_row,
+                    "live/buffer_size": len(self.buffer),
+                    "live/running_groups": self.admission.running,
+                    "live/trajectories_running": self.activity.running,
+                    "live/requeued": self._counters["rollout/requeued"],
+                },
+            )
+
 
 class LoopStalled(RuntimeError):
-    """Batch after batch carried no learning signal: every trajectory failed, or every group
-    had one reward for all its attempts."""
+    """The run trains nothing and would go on doing so: groups dropped as stale one after
+    another, or batch after batch without learning signal (`no_signal`)."""
 
-    def __init__(self, batches: int, why: Counter[str], errors: Counter[str | None]) -> None:
+    @classmethod
+    def no_signal(cls, batches: int, why: Counter[str], errors: Counter[str | None]) -> LoopStalled:
+        """Every trajectory failed, every group had one reward for all its attempts, or every
+        optimizer step was skipped for a non-finite gradient."""
         kinds = {k: n for k, n in errors.items() if k is not None}
         reasons = {k: n for k, n in why.items() if n}
-        hint = (
-            "system errors dominate: check the trial directories' exception.txt"
-            if kinds
-            else "every group had identical rewards: the policy always fails (or always "
-            "passes) these tasks, so group-relative advantages are zero"
-        )
-        super().__init__(
+        if why.get("non_finite_gradient"):
+            hint = (
+                "optimizer steps were skipped for non-finite gradients: lower the learning "
+                "rate, check the loss's clipping, or the checkpoint"
+            )
+        elif kinds:
+            hint = "system errors dominate: check the trial directories' exception.txt"
+        else:
+            hint = (
+                "every group had identical rewards: the policy always fails (or always "
+                "passes) these tasks, so group-relative advantages are zero"
+            )
+        return cls(
             f"{batches} batches in a row had no usable group (excluded: {reasons}; system "
             f"errors by kind: {kinds}): {hint}"
         )

@@ -112,6 +112,7 @@ class TaskStream:
             "num_tasks": len(self.tasks),
             "next_position": self.next_position,
             "pending": sorted(self.pending | set(self._requeue)),
+            "dropped": sorted(self.dropped),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -125,3 +126,4 @@ class TaskStream:
         self.next_position = int(state["next_position"])
         self._requeue = sorted(int(p) for p in state["pending"])
         self.pending = set()
+        self.dropped = {str(name) for name in state.get("dropped", [])}

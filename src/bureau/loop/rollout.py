@@ -92,4 +92,9 @@ class RolloutBackend(Protocol):
         """Run one trajectory to its reward; raises only `WorkerLost`."""
         ...
 
+    async def set_weight_version(self, version: int) -> None:
+        """Every engine now serves `version`: label tokens sampled from now on with it, where
+        an engine does not report versions itself (vLLM, `url` engines)."""
+        ...
+
     async def close(self) -> None: ...

@@ -128,7 +128,9 @@ def train(
             stream=TaskStream(tasks, seed=config.seed),
             rollout=RayRollout(run.workers),
             trainer=trainer,
-            weights=weight_port(config, trainer, run.engines, out / "weights-sync"),
+            weights=weight_port(
+                config, trainer, run.engines, run.engine_urls, out / "weights-sync"
+            ),
             advantages=config.algorithm.advantages,
             reduction=config.algorithm.reduction,
             sink=sink,
@@ -139,13 +141,16 @@ def train(
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGINT, _stopper(controller, say))
+            stopper = _stopper(controller, say)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stopper)
             try:
                 await controller.run()
                 if config.checkpoint.export_weights:
                     await trainer.export(out / "weights")
             finally:
-                loop.remove_signal_handler(signal.SIGINT)
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(signum)
 
         asyncio.run(main())
         evals_file = out / "evals.json"
@@ -167,7 +172,10 @@ def _stopper(controller: Controller, say: Say) -> Callable[[], None]:
         presses += 1
         if presses > 1:
             raise KeyboardInterrupt
-        say("stopping: finishing the current step and saving a checkpoint (Ctrl-C again: now)")
+        say(
+            "stopping: finishing the current step and saving a checkpoint "
+            "(Ctrl-C or SIGTERM again: now)"
+        )
         controller.request_stop()
 
     return stop

@@ -147,15 +147,12 @@ class EngineHost:
         self.url = self.server.url
 
     def update_weights(self, state: Mapping[str, torch.Tensor] | str, version: int) -> float:
-        """Pause (keep), load, label tokens with `version`, resume; seconds taken."""
-        started = time.perf_counter()
+        """The one update cycle (`bureau.inference.control`): pause (keep), load, label tokens
+        with `version`, resume; seconds taken."""
+        from bureau.inference.control import InProcessControl
+
         source: Mapping[str, torch.Tensor] | Path = Path(state) if isinstance(state, str) else state
-        self.engine.pause("keep")
-        try:
-            self.engine.update_weights(source, version)
-        finally:
-            self.engine.resume()
-        return time.perf_counter() - started
+        return InProcessControl(self.engine).sync_update(source, version)
 
     def weight_version(self) -> int:
         return self.engine.weight_version

@@ -30,6 +30,7 @@ from bureau.trials.faults import FaultConfig, FaultInjector
 if TYPE_CHECKING:
     from bureau.harness.render import Renderer
     from bureau.inference.client import EngineClient, Sampler
+    from bureau.inference.watch import EngineWatch
     from bureau.judge import JudgeClient
     from bureau.sandbox.base import Runtime
     from bureau.trials.agents import AgentContext, AgentResult
@@ -61,6 +62,8 @@ class WorkerSpec:
     missing_judge: MissingJudge = "fail"
     faults: FaultConfig | None = None
     """Faults to inject (drills)."""
+    engine_watch_s: float = 2.0
+    """How often the worker reads its engines' health and weight versions (`EngineWatch`)."""
 
 
 class LatencyLink:
@@ -126,8 +129,10 @@ class RolloutWorker:
         self.judge: JudgeClient | None = None
         self.faults = FaultInjector(spec.faults)
         self.clients: list[EngineClient] = []
+        self.watch: EngineWatch | None = None
         self.renderer: Renderer | None = None
         self._agent_cls = _agent_class()
+        self._watching: asyncio.Task[None] | None = None
 
     async def start(self) -> RolloutWorker:
         from transformers import AutoTokenizer
@@ -135,6 +140,7 @@ class RolloutWorker:
         from bureau.harness.render import Renderer
         from bureau.inference.client import EngineClient
         from bureau.inference.router import Router
+        from bureau.inference.watch import EngineWatch
         from bureau.sandbox import get_runtime
         from bureau.trials.pool import WarmPool
 
@@ -150,12 +156,20 @@ class RolloutWorker:
         if self.spec.warm_sandboxes:
             self.pool = WarmPool(self.runtime, trials / ".pool", size=self.spec.warm_sandboxes)
         self.clients = [EngineClient(url, self.spec.served_model) for url in self.spec.engine_urls]
-        self.sampler = self.clients[0] if len(self.clients) == 1 else Router(self.clients)
+        router = Router(self.clients) if len(self.clients) > 1 else None
+        self.sampler = router or self.clients[0]
+        self.watch = EngineWatch(self.clients, router, every_s=self.spec.engine_watch_s)
+        self._watching = asyncio.create_task(self.watch.run(), name=f"{self.spec.name}-watch")
         if self.spec.judge is not None:
             from bureau.judge import JudgeClient
 
             self.judge = await JudgeClient(self.spec.judge).__aenter__()
         return self
+
+    def set_weight_version(self, version: int) -> None:
+        """Every engine serves `version` now (see `bureau.inference.watch`)."""
+        assert self.watch is not None, "start() the worker first"
+        self.watch.set_version(version)
 
     def _agent(self, request: RolloutRequest) -> Any:
         assert self.sampler is not None and self.renderer is not None
@@ -224,6 +238,10 @@ class RolloutWorker:
         )
 
     async def close(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            await asyncio.gather(self._watching, return_exceptions=True)
+            self._watching = None
         if self.judge is not None:
             await self.judge.__aexit__(None, None, None)
         for client in self.clients:
@@ -310,6 +328,9 @@ class LocalRollout:
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         return await self.worker.rollout(request)
+
+    async def set_weight_version(self, version: int) -> None:
+        self.worker.set_weight_version(version)
 
     async def close(self) -> None:
         await self.worker.close()

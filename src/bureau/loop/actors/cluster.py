@@ -13,6 +13,9 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 from bureau.loop.config import RunConfig
 
 Say = Callable[[str], None]
+STOP_TIMEOUT_S = 60.0
+"""How long engines get to stop their servers at the end of a run before they are killed
+(a killed vLLM actor's server is still ended by its keeper, `bureau.inference.keeper`)."""
 
 
 def placement(bundles: list[dict[str, float]], timeout_s: float = 120.0) -> PlacementGroup:
@@ -130,6 +133,7 @@ class RayRun:
                     max_model_len=context,
                     cache_tokens=max(cfg.engines.cache_tokens, context),
                     seed=cfg.seed * 1000 + index,
+                    device=cfg.engines.device,
                 )
                 handle = actor(EngineActor, **options).remote(
                     str(cfg.model.path), engine_config, free_port(), cfg.engines.num_cpus
@@ -176,6 +180,10 @@ class RayRun:
         ray.get([w.ping.remote() for w in self.workers])
 
     def close(self) -> None:
+        """Stop the engines (their servers' process groups), then kill every actor."""
+        if self.engines:
+            stops = [e.stop.remote() for e in self.engines]
+            ray.wait(stops, num_returns=len(stops), timeout=STOP_TIMEOUT_S)
         for actor in [*self.workers, *self.engines, *self.trainer_ranks]:
             ray.kill(actor, no_restart=True)
         self.workers, self.engines, self.trainer_ranks = [], [], []

@@ -11,6 +11,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from bureau.inference.transport.disk import DiskTransport
 from bureau.loop.config import RunConfig
 from bureau.loop.ports import WeightPort
 from bureau.loop.rollout import Rollout, RolloutRequest, WorkerLost
@@ -37,6 +38,13 @@ class RayRollout:
             raise WorkerLost(f"rollout worker {index}: {exc}") from exc
         finally:
             self.load[index] -= 1
+
+    async def set_weight_version(self, version: int) -> None:
+        """Tell every worker; a dead one is skipped (restarted, its `EngineWatch` reads the
+        engines' versions within seconds, and until then it over-estimates staleness)."""
+        await asyncio.gather(
+            *(a.set_weight_version.remote(version) for a in self.actors), return_exceptions=True
+        )
 
     async def close(self) -> None:
         await asyncio.gather(*(a.close.remote() for a in self.actors), return_exceptions=True)
@@ -95,14 +103,17 @@ class RayWeights:
         self.engines = engines
         self.transport = transport
         self.dtype = dtype
-        self.folder = folder
+        self.disk = DiskTransport(folder)
 
     async def _source(self, version: int) -> Any:
         if self.transport == "object_store":
             refs = [r.state_dict.remote(self.dtype) for r in self.trainer.ranks]
             await asyncio.gather(*refs[1:])  # the other ranks take part in the gather
             return refs[0]
-        return str(await self.trainer.export(self.folder / f"step-{version}"))
+        folder = self.disk.folder(version)
+        if (folder / "config.json").is_file():  # a repair of the version just published
+            return str(folder)
+        return str(await self.trainer.export(folder))
 
     async def _push(self, engines: list[Any], version: int) -> tuple[float, float, int]:
         """Send `version` to `engines`: (seconds, export seconds, engines missed). An engine
@@ -120,11 +131,18 @@ class RayWeights:
                 missed += 1
             elif isinstance(result, BaseException):
                 raise result
+        if self.transport == "disk" and not missed:
+            self.disk.prune(version)
         return time.perf_counter() - started, exported, missed
 
     async def publish(self, version: int) -> dict[str, float]:
         total, exported, missed = await self._push(self.engines, version)
-        return {"weights/sync_s": total, "weights/export_s": exported, "weights/missed": missed}
+        return {
+            "weights/sync_s": total,
+            "weights/export_s": exported,
+            "weights/missed": missed,
+            "weights/engines_updated": len(self.engines) - missed,
+        }
 
     async def repair(self, version: int) -> int:
         versions = await asyncio.gather(
@@ -143,8 +161,9 @@ class RayWeights:
 
 class BroadcastWeights:
     """`WeightPort` by collective broadcast from trainer rank 0 to builtin engine actors: nccl
-    on GPUs, gloo on CPU (see `bureau.loop.broadcast`). Every trainer rank gathers the full
-    state dict; rank 0 broadcasts it while every engine receives it and loads it in place.
+    on GPUs, gloo on CPU (see `bureau.inference.transport.broadcast`). Every trainer rank
+    gathers the full state dict; rank 0 broadcasts it while every engine receives it and loads
+    it in place.
 
     A group's membership is fixed, so an engine that Ray restarted is outside it: publish and
     repair notice it (the engine's process id changed), dissolve the group and form a new one
@@ -220,6 +239,7 @@ class BroadcastWeights:
             "weights/sync_s": time.perf_counter() - started,
             "weights/export_s": gathered_s,
             "weights/broadcast_s": sent_s,
+            "weights/engines_updated": len(self.engines),
         }
 
     async def publish(self, version: int) -> dict[str, float]:
@@ -241,10 +261,21 @@ class BroadcastWeights:
 
 
 def weight_port(
-    config: RunConfig, trainer: RayTrainer, engines: list[Any], folder: Path
+    config: RunConfig, trainer: RayTrainer, engines: list[Any], urls: list[str], folder: Path
 ) -> WeightPort:
     """The configured transport; a broadcast group is formed here, so call it once the actors
-    are up (a group that cannot form fails the run now, not after the first step)."""
+    are up (a group that cannot form fails the run now, not after the first step).
+
+    vLLM engines and `url` engines with weight routes are updated over HTTP from a folder
+    (`bureau.loop.weights.HTTPWeights`), `url` engines without them not at all."""
+    from bureau.loop.weights import HTTPWeights, NoWeights, control_factory
+
+    if config.engines.kind == "url" and config.engines.url_control == "none":
+        return NoWeights()
+    if config.engines.kind in ("vllm", "url"):
+        kind = "vllm" if config.engines.kind == "vllm" else config.engines.url_control
+        assert kind != "none"
+        return HTTPWeights(trainer, urls, control_factory(kind), DiskTransport(folder))
     if config.transport in ("nccl", "gloo"):
         weights = BroadcastWeights(
             trainer, engines, backend=config.transport, dtype=config.weights.dtype

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from bureau.loop.broadcast import BACKENDS, Backend, WeightGroup, WeightGroupError
+from bureau.inference.transport.broadcast import BACKENDS, Backend, WeightGroup, WeightGroupError
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.loop.sides import EngineHost, TrainerHost
 from bureau.loop.worker import RolloutWorker, WorkerSpec
@@ -53,11 +53,21 @@ def _backend(name: str) -> Backend:
     raise ValueError(f"weight group backend must be one of {BACKENDS}, not {name!r}")
 
 
+def engine_device(configured: str, gpu_ids: list[Any] | None = None) -> str:
+    """An engine actor's device: `auto` is cuda when Ray gave the actor GPUs (they are the
+    only ones `CUDA_VISIBLE_DEVICES` shows it, so `cuda` is the first of them), else cpu."""
+    if configured != "auto":
+        return configured
+    ids = ray.get_gpu_ids() if gpu_ids is None else gpu_ids
+    return "cuda" if ids else "cpu"
+
+
 class EngineActor:
     """A built-in engine and its HTTP server; Ray restarts it on the same port."""
 
     def __init__(self, model_dir: str, config: EngineConfig, port: int, cpus: float) -> None:
         host = ray.util.get_node_ip_address()
+        config = config.model_copy(update={"device": engine_device(config.device)})
         self.host = EngineHost(model_dir, config, host=host, port=port, threads=_threads(cpus))
         self.weight_group: WeightGroup | None = None
 
@@ -66,6 +76,13 @@ class EngineActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def device(self) -> str:
+        return str(self.host.engine.model.device)
+
+    def gpu_ids(self) -> list[Any]:
+        """The GPUs Ray gave this actor (logical ones on a machine without GPUs)."""
+        return list(ray.get_gpu_ids())
 
     def update_weights(self, state: dict[str, torch.Tensor] | str, version: int) -> float:
         return self.host.update_weights(state, version)
@@ -102,9 +119,16 @@ class EngineActor:
 
 
 class VLLMEngineActor:
-    """A vLLM server process (from `.venv-vllm` on CPU); weights reload from a folder."""
+    """A vLLM server process (from `.venv-vllm` on CPU) on Ray's resources.
+
+    The driver updates its weights over HTTP (`bureau.loop.weights.HTTPWeights`). The server
+    starts labelled version 0, so one that Ray restarted on the initial weights reports that
+    it is behind (`/weight_info`) until the loop's repair has pushed the current version.
+    """
 
     def __init__(self, model_dir: str, max_model_len: int, log_path: str, port: int) -> None:
+        import httpx
+
         from bureau.inference.vllm import VLLMServer, VLLMServerConfig
 
         config = VLLMServerConfig(
@@ -115,7 +139,15 @@ class VLLMEngineActor:
             port=port,
         )
         self.server = VLLMServer(config).start()
-        self.version = 0
+        try:
+            httpx.post(
+                f"{self.server.base_url}/update_weight_version",
+                json={"new_version": "0"},
+                timeout=30,
+            ).raise_for_status()
+        except BaseException:
+            self.server.stop()
+            raise
 
     def url(self) -> str:
         return self.server.base_url
@@ -126,17 +158,9 @@ class VLLMEngineActor:
     def pid(self) -> int:
         return os.getpid()
 
-    async def update_weights(self, folder: str, version: int) -> float:
-        control = self.server.control()
-        try:
-            seconds = await control.update_weights(Path(folder), version)
-        finally:
-            await control.aclose()
-        self.version = version
-        return seconds
-
-    def weight_version(self) -> int:
-        return self.version
+    def server_pid(self) -> int | None:
+        """The server's process group (its keeper's pid)."""
+        return self.server.pid
 
     def stop(self) -> None:
         self.server.stop()
@@ -253,6 +277,9 @@ class RolloutActor:
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         return await (await self._ready()).rollout(request)
+
+    async def set_weight_version(self, version: int) -> None:
+        (await self._ready()).set_weight_version(version)
 
     async def close(self) -> None:
         if self.worker is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bureau.loop.broadcast import Header, TensorSpec, WeightGroup, WeightGroupError
+from bureau.inference.transport.broadcast import Header, TensorSpec, WeightGroup, WeightGroupError
 
 HOST = "127.0.0.1"
 
