@@ -83,6 +83,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 ONE_AFTER_ANOTHER = {
     "tests/loop/test_ray_loop.py": "ray-training-runs",
     "tests/learning/test_rl_learning.py": "ray-training-runs",
+    "tests/loop/test_topology.py": "ray-training-runs",
 }
 
 

@@ -16,108 +16,19 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
+from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 import ray  # noqa: F401
 import tomli_w
+from loop_support import QUICK, steps_of, train_process, wait_for
 
 from bureau.loop.checkpoints import latest, read_loop_state
-from bureau.loop.synthetic import run_config, write_answer_tasks
-from fixture_support import shared
+from bureau.loop.synthetic import run_config
+from bureau.records import read_parquet
 
 pytestmark = pytest.mark.slow
-
-BIN = Path(sys.executable).parent
-# Ray 2.60 turns on token authentication and keeps one token in ~/.ray/auth_token, which every
-# `ray start --head` on the machine rewrites: clusters started side by side (other tests, a
-# user's own) would lock each other's drivers out. These tests' clusters run without it.
-RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-
-
-@pytest.fixture(scope="module")
-def answer_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    def build(path: Path) -> None:
-        write_answer_tasks(path, 8, domain_cycle=("law", "banking"))
-
-    return shared(tmp_path_factory, "answer-tasks-8", build)
-
-
-@pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`ray start --head --block` on a port of its own; terminating it stops the cluster."""
-    from bureau.inference.launch import free_port
-
-    port = free_port("127.0.0.1")
-    log = tmp_path_factory.mktemp("ray-head") / "head.log"
-    env = os.environ | RAY_ENV
-    with log.open("w") as out:
-        head = subprocess.Popen(
-            [str(BIN / "ray"), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
-             "--include-dashboard=false", "--disable-usage-stats"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )  # fmt: skip
-    address = f"127.0.0.1:{port}"
-    try:
-        _wait_for(lambda: "Ray runtime started" in log.read_text() or head.poll() is not None, 120)
-        if head.poll() is not None:
-            pytest.fail(f"ray start --head exited: {log.read_text()[-2000:]}")
-        yield address
-    finally:
-        # The head alone: it drains its node through the GCS and then stops its processes
-        # (a SIGTERM to the whole group kills the GCS first, and the head then waits 30 s for
-        # it); whatever is left of the group goes after.
-        head.send_signal(signal.SIGTERM)
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(head.pid, signal.SIGKILL)
-
-
-def _wait_for(condition: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"waited {timeout_s} s")
-        time.sleep(0.5)
-
-
-def _steps(run: Path) -> list[dict[str, Any]]:
-    path = run / "metrics.jsonl"
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut by the kill
-    return [r for r in rows if "data/group_ids" in r]
-
-
-def _train(config: Path, *extra: str, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [str(BIN / "bureau"), "train", "--config", str(config), *extra],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=os.environ | RAY_ENV,
-        )  # fmt: skip
-
-
-# Fault tests need a run that lives a few steps, not long generations: short turns keep each
-# step to a few seconds on this CPU.
-QUICK = {
-    "rollout.attempts": 2,
-    "rollout.harness.max_turns": 2,
-    "rollout.harness.max_tokens_per_turn": 48,
-}
 
 
 def test_cluster_run_resumes_after_sigkill(
@@ -128,18 +39,22 @@ def test_cluster_run_resumes_after_sigkill(
     short = {k: v for k, v in QUICK.items() if k != "rollout.attempts"}
     config.write_text(tomli_w.dumps(run_config(run, tool_model, answer_tasks, steps=4, **short)))
     log = tmp_path / "driver.log"
-    driver = _train(config, "--ray-address", ray_head, log=log)
+    driver = train_process(config, "--ray-address", ray_head, log=log)
     try:
-        _wait_for(lambda: len(_steps(run)) >= 2 or driver.poll() is not None, 480)
+        wait_for(lambda: len(steps_of(run)) >= 2 or driver.poll() is not None, 480)
+        alive = driver.poll() is None
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
-    assert len(_steps(run)) >= 2, log.read_text()[-3000:]
+    # The kill hit a live run: it was still running, died by the signal, steps short.
+    assert alive and driver.returncode == -signal.SIGKILL, log.read_text()[-3000:]
+    killed_at = len(steps_of(run))
+    assert 2 <= killed_at < 4, log.read_text()[-3000:]
     assert latest(run / "checkpoint") is not None
-    again = _train(config, "--ray-address", ray_head, log=log)
+    again = train_process(config, "--ray-address", ray_head, log=log)
     assert again.wait(timeout=600) == 0, log.read_text()[-3000:]
-    steps = _steps(run)
+    steps = steps_of(run)
     assert [r["step"] for r in steps] == [1, 2, 3, 4], log.read_text()[-3000:]
     trained = [g for r in steps for g in r["data/group_ids"]]
     skipped = [g for r in steps for g in r["data/skipped_group_ids"]]
@@ -153,6 +68,11 @@ def test_cluster_run_resumes_after_sigkill(
     assert finished | pending >= set(range(max(finished) + 1))  # nothing handed out was lost
     assert "resuming from step" in log.read_text()
     assert (run / "weights" / "model.safetensors").is_file()
+    # The resumed trainer's step, schedule and optimizer state are the loop's version.
+    assert state["version"] == 4
+    trainer = json.loads((folder / "trainer" / "trainer_state.json").read_text())
+    assert trainer["step"] == 4
+    _assert_optimizer_steps(folder / "trainer", tool_model, 4)
 
 
 def test_a_killed_rollout_worker_and_a_killed_engine_cost_only_their_work(
@@ -166,27 +86,56 @@ def test_a_killed_rollout_worker_and_a_killed_engine_cost_only_their_work(
     tree = run_config(run, tool_model, answer_tasks, steps=4, **{"rollout.workers": 2}, **QUICK)
     config.write_text(tomli_w.dumps(tree))
     log = tmp_path / "driver.log"
-    driver = _train(config, log=log)
+    driver = train_process(config, log=log)
     try:
-        _wait_for(lambda: driver.poll() is not None or len(_steps(run)) >= 1, 480)
+        wait_for(lambda: driver.poll() is not None or len(steps_of(run)) >= 1, 480)
         assert driver.poll() is None, log.read_text()[-3000:]
-        workers = _pids("ray::RolloutActor")
-        engines = _pids("ray::EngineActor")
-        assert workers and engines, (workers, engines)
-        os.kill(workers[0], signal.SIGKILL)
-        os.kill(engines[0], signal.SIGKILL)
+        # This run's own processes, by the pids it reports (not any actor on the machine).
+        victim, engine = _actor_pid(run, "rollout", 0), _actor_pid(run, "engine", 0)
+        os.kill(victim, signal.SIGKILL)
+        os.kill(engine, signal.SIGKILL)
         assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
-    steps = _steps(run)
+    steps = steps_of(run)
     assert [r["step"] for r in steps] == [1, 2, 3, 4]
-    assert sum(int(r.get("rollout/requeued", 0)) for r in steps) >= 1, steps
-    # Ray restarted the engine with the initial weights; the loop pushed the current ones again.
-    assert sum(int(r.get("engines/weights_repaired", 0)) for r in steps) >= 1, steps
+    # The victim's trajectories ran again; every group was trained once, none lost.
+    requeued = max(int(r.get("rollout/requeued", 0)) for r in steps)
+    assert 1 <= requeued <= int(tree["rollout"]["max_in_flight"]), steps
+    trained = [g for r in steps for g in r["data/group_ids"]]
+    assert len(trained) == len(set(trained)) == 8
+    # Each trained group has each of its attempts once: a rerun replaced the lost one.
+    for index in range(1, 5):
+        records = read_parquet(run / "trajectories" / f"step-{index:06d}.parquet")
+        per_group = Counter(r.group_id for r in records)
+        assert set(per_group.values()) == {int(tree["rollout"]["attempts"])}, per_group
+    # Ray restarted the engine with the initial weights: a push missed it while it restarted,
+    # and the current weights reached it again (a repair, or the next push if that came first).
+    missed = sum(int(r.get("weights/missed", 0)) for r in steps)
+    repaired = max(int(r.get("engines/weights_repaired", 0)) for r in steps)
+    assert missed + repaired >= 1, steps
     shutil.rmtree(run / "trials", ignore_errors=True)
 
 
-def _pids(pattern: str) -> list[int]:
-    found = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
-    return [int(pid) for pid in found.split()]
+def _assert_optimizer_steps(folder: Path, model: Path, steps: int) -> None:
+    """A trainer loaded from `folder` has taken `steps` optimizer steps, by every count."""
+    from bureau.algo.losses import PPOLossConfig, make_loss_fn
+    from bureau.trainer import Trainer, TrainerConfig
+
+    trainer = Trainer.from_pretrained(model, make_loss_fn(PPOLossConfig()), TrainerConfig())
+    try:
+        trainer.load(folder)
+        assert trainer.step == steps
+        assert trainer.scheduler.last_epoch == steps
+        counts = {float(s["step"]) for s in trainer.optimizer.state.values() if "step" in s}
+        assert counts == {float(steps)}, counts
+    finally:
+        trainer.close()
+
+
+def _actor_pid(run: Path, role: str, index: int) -> int:
+    """The pid of this run's actor, as `RUN/placement.json` reports it."""
+    report = json.loads((run / "placement.json").read_text())
+    [actor] = [a for a in report["actors"] if (a["role"], a["index"]) == (role, index)]
+    return int(actor["pid"])

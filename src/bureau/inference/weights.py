@@ -117,3 +117,18 @@ def is_float_dtype(dtype: Any, torch: Any) -> bool:
     if isinstance(dtype, torch.dtype):
         return bool(dtype.is_floating_point)
     return str(dtype).upper() in {"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"}
+
+
+def digest(state: Mapping[str, torch.Tensor]) -> str:
+    """sha256 over every tensor's name, dtype, shape and bytes, in name order: two models hold
+    the same weights bit for bit exactly when their digests agree (whatever device)."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous().reshape(-1)
+        h.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        h.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return h.hexdigest()

@@ -62,6 +62,8 @@ class Activity:
         self.idle_s = 0.0
         self.busy_slot_s = 0.0
         self.total_s = 0.0
+        self.lifetime_slot_s = 0.0
+        """Trajectory-seconds in flight since the start (never reset)."""
 
     def _advance(self) -> None:
         now = time.monotonic()
@@ -71,10 +73,17 @@ class Activity:
         if self.running == 0:
             self.idle_s += span
         self.busy_slot_s += span * min(self.running, self.slots)
+        self.lifetime_slot_s += span * self.running
 
     def change(self, delta: int) -> None:
         self._advance()
         self.running += delta
+
+    def slot_seconds(self) -> float:
+        """Trajectory-seconds in flight so far: the difference of two calls is the generation
+        that ran between them."""
+        self._advance()
+        return self.lifetime_slot_s
 
     def window(self) -> tuple[float, float, float]:
         """(seconds, idle seconds, busy slot-seconds) since the previous call."""

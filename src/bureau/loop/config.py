@@ -68,6 +68,9 @@ class EngineSection(StrictModel):
     """Ray CPUs reserved per engine."""
     num_gpus: float = Field(default=0.0, ge=0)
     """Ray GPUs per engine (vLLM's tensor parallel size on GPUs)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources per engine, to put engines on chosen nodes (a node started with
+    `ray start --resources '{"inference": 8}'` takes engines asking for `{inference = 1}`)."""
     max_batch: int = Field(default=32, ge=1)
     """builtin: most sequences decoded together."""
     cache_tokens: int = Field(default=65536, ge=256)
@@ -101,6 +104,8 @@ class RolloutSection(StrictModel):
     """Rollout worker actors (each runs trials: sandbox, tool servers, harness episode)."""
     worker_cpus: float = Field(default=0.5, ge=0)
     """Ray CPUs reserved per rollout worker."""
+    worker_resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources per rollout worker (see `engines.resources`)."""
     max_worker_restarts: int = Field(default=5, ge=0)
     """Ray restarts of a dead rollout worker; its in-flight trajectories are re-queued."""
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
@@ -140,6 +145,12 @@ class AsyncSection(StrictModel):
     """B: prompt groups per optimizer step."""
     stale_policy: Literal["drop", "keep"] = "drop"
     """What to do with a group past the bound when the trainer takes it (counted either way)."""
+    max_dropped_steps: int = Field(default=5, ge=1)
+    """Stop the run once this many steps' worth of groups in a row were dropped as stale, for
+    at least `max_dropped_s` (engines that never get new weights); a kept group or an engine
+    repair ends the streak."""
+    max_dropped_s: float = Field(default=300.0, ge=0)
+    """How long such a streak must last (an engine restarting serves old weights meanwhile)."""
 
     @property
     def staleness_bound(self) -> int:
@@ -198,6 +209,8 @@ class RaySection(StrictModel):
     """Ray CPUs per trainer rank."""
     trainer_gpus: float = Field(default=0.0, ge=0)
     """Ray GPUs per trainer rank."""
+    trainer_resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources per trainer rank (see `engines.resources`)."""
 
 
 class PreevalSection(StrictModel):

@@ -34,6 +34,7 @@ from bureau.loop.ports import MetricsSink, TrainerPort, WeightPort
 from bureau.loop.rollout import Rollout, RolloutBackend, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
 from bureau.loop.stats import eval_metrics, rollout_metrics
+from bureau.records import write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -57,14 +58,18 @@ class LoopSettings:
     eval_temperature: float | None = None
     eval_max_in_flight: int | None = None
     """Evaluation attempts in flight (None: they share `max_in_flight` with training)."""
-    repair_every_s: float = 5.0
+    repair_every_s: float = 2.0
     max_batches_without_signal: int = 25
     """Consecutive batches with no usable group (or whose optimizer step was skipped for a
     non-finite gradient) before the run stops with an error."""
     max_dropped_steps: int = 5
-    """Stop with an error after this many steps' worth of groups in a row were dropped as stale
-    (`groups_per_step` each) with no step between them: the engines' tokens never catch up
-    with the trainer (weights not reaching the engines, or versions not reaching the workers)."""
+    """Stop with an error once this many steps' worth of groups in a row (`groups_per_step`
+    each) were dropped as stale, for at least `max_dropped_s`: the engines' tokens never catch
+    up with the trainer (weights not reaching the engines, or versions not reaching the
+    workers). A kept group or an engine repair ends the streak."""
+    max_dropped_s: float = 300.0
+    """The streak must also last this long: an engine that restarts serves its initial weights
+    until it is repaired, and its groups are dropped meanwhile (vLLM takes a minute or two)."""
     live_metrics_every_s: float = 5.0
     """How often the counters (stale drops, buffer, groups running) are written between steps,
     so a run that trains nothing still says why."""
@@ -88,6 +93,7 @@ class Controller:
         eval_tasks: Sequence[TaskRef] = (),
         on_step: Callable[[dict[str, Any]], None] | None = None,
         on_eval: Callable[[dict[str, Any]], None] | None = None,
+        trajectories_dir: Path | None = None,
     ) -> None:
         self.settings = settings
         self.stream = stream
@@ -101,6 +107,8 @@ class Controller:
         self.eval_tasks = list(eval_tasks)
         self.on_step = on_step
         self.on_eval = on_eval
+        self.trajectories_dir = trajectories_dir
+        """Where each step's trajectories go, `step-NNNNNN.parquet` (None: nowhere)."""
         self.version = 0
         self.admission = Admission(settings.groups_per_step, settings.max_staleness)
         self.buffer = GroupBuffer()
@@ -115,6 +123,7 @@ class Controller:
         self._skipped: list[str] = []
         """Groups finished without training since the last step (stale, or no signal)."""
         self._dropped_in_a_row = 0
+        self._dropping_since = 0.0
         self._oldest_dropped: int | None = None
         self._weights_lock = asyncio.Lock()
         """Held from a trainer step to the publish of its weights, and by each repair: a repair
@@ -240,14 +249,18 @@ class Controller:
 
     def _note_dropped(self, group: Group) -> None:
         """Count a stale drop; too many in a row stop the run (`max_dropped_steps`)."""
+        if self._dropped_in_a_row == 0:
+            self._dropping_since = time.monotonic()
         self._dropped_in_a_row += 1
         oldest = min((v for row in group.weight_versions for v in row if v >= 0), default=None)
         if oldest is not None and (self._oldest_dropped is None or oldest < self._oldest_dropped):
             self._oldest_dropped = oldest
         limit = self.settings.max_dropped_steps * self.settings.groups_per_step
-        if self._dropped_in_a_row >= limit:
+        lasted = time.monotonic() - self._dropping_since
+        if self._dropped_in_a_row >= limit and lasted >= self.settings.max_dropped_s:
             raise LoopStalled(
-                f"{self._dropped_in_a_row} groups in a row were dropped as stale (their oldest "
+                f"{self._dropped_in_a_row} groups in a row over {lasted:.0f} s were dropped as "
+                f"stale (their oldest "
                 f"tokens were sampled at weight version {self._oldest_dropped}, the trainer is "
                 f"at {self.version}, the bound is {self.settings.max_staleness}): the tokens "
                 "never catch up with the trainer. The engines are not getting the new weights, "
@@ -295,8 +308,13 @@ class Controller:
                 continue
             busy_started = time.perf_counter()
             async with self._weights_lock:
+                generated_before = self.activity.slot_seconds()
                 metrics = await self.trainer.step(made.batch)
                 busy = time.perf_counter() - busy_started
+                # Async RL overlaps them; sync RL (max_staleness 0) must show 0 here.
+                metrics["perf/rollout_s_during_train"] = (
+                    self.activity.slot_seconds() - generated_before
+                )
                 if metrics.get("train/skipped_step"):
                     # The trainer dropped the gradient (non-finite) and its weights are the
                     # same: no new version, nothing to push; the groups are spent.
@@ -314,6 +332,10 @@ class Controller:
                 self.version += 1
             barren, barren_why, barren_errors = 0, Counter(), Counter()
             self._finish_groups(groups, trained=True)
+            if self.trajectories_dir is not None:
+                await asyncio.to_thread(
+                    write_parquet, records, trajectories_file(self.trajectories_dir, self.version)
+                )
             self._wake.set()
             now = time.perf_counter()
             metrics |= self._step_metrics(groups, made.excluded, now - last, wait_total, busy, sync)
@@ -440,6 +462,7 @@ class Controller:
                 continue
             if fixed:
                 self._counters["engines/weights_repaired"] += fixed
+                self._dropped_in_a_row, self._oldest_dropped = 0, None  # a restart is over
 
     async def _live_metrics(self) -> None:
         """Every `live_metrics_every_s`: the counters and the buffer, between steps too."""
@@ -456,6 +479,11 @@ class Controller:
                     "live/requeued": self._counters["rollout/requeued"],
                 },
             )
+
+
+def trajectories_file(folder: Path, step: int) -> Path:
+    """The Parquet file of the trajectories step `step` trained on."""
+    return folder / f"step-{step:06d}.parquet"
 
 
 class LoopStalled(RuntimeError):

@@ -1,8 +1,10 @@
 """`bureau train`: build the run's actors on Ray from a `RunConfig` and drive the controller.
 
 The run folder holds the resolved config, `metrics.jsonl` (+ TensorBoard), `checkpoint/`
-(trainer and loop state), `trials/` (train and eval trial directories), `engines/` (logs),
-`evals.json` (every held-out evaluation) and, at the end, `weights/` (the final policy). Running
+(trainer and loop state), `trials/` (train and eval trial directories), `trajectories/` (the
+records each step trained on, one Parquet file a step), `placement.json` (where Ray put every
+actor: bundle, node, process, GPUs), `engines/` (logs), `evals.json` (every held-out
+evaluation) and, at the end, `weights/` (the final policy). Running
 the same command on the same folder resumes from the checkpoint.
 """
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from bureau.evaluation.run import EvalConfig
 
 Say = Callable[[str], None]
+TRAJECTORIES = "trajectories"
+"""`RUN/trajectories/step-NNNNNN.parquet`: the records each step trained on."""
 
 
 def settings_of(config: RunConfig) -> LoopSettings:
@@ -37,6 +41,8 @@ def settings_of(config: RunConfig) -> LoopSettings:
         max_in_flight=config.rollout.max_in_flight,
         max_staleness=config.async_.staleness_bound,
         stale_policy=config.async_.stale_policy,
+        max_dropped_steps=config.async_.max_dropped_steps,
+        max_dropped_s=config.async_.max_dropped_s,
         seed=config.seed,
         checkpoint_every=config.checkpoint.every,
         eval_every=config.eval.every,
@@ -111,6 +117,9 @@ def train(
     if resume is not None:
         version = int(checkpoints.read_loop_state(resume)["version"])
         dropped = truncate_metrics(out, version)
+        for later in sorted((out / TRAJECTORIES).glob("step-*.parquet")):
+            if int(later.stem.split("-", 1)[1]) > version:
+                later.unlink()
         say(f"resuming from step {version} ({dropped} metric lines past it dropped)")
     tasks = load_tasks(config.data.train, config.data.train_filter)
     eval_tasks = load_tasks(config.data.eval, config.data.eval_filter) if config.data.eval else []
@@ -122,6 +131,8 @@ def train(
     sink = MetricsLog(out, tensorboard=config.logging.tensorboard)
     try:
         run.start()
+        placement = run.placement_report()
+        (out / "placement.json").write_text(json.dumps(placement, indent=1) + "\n")
         trainer = RayTrainer(run.trainer_ranks)
         controller = Controller(
             settings_of(config),
@@ -137,6 +148,7 @@ def train(
             checkpoint_dir=checkpoint,
             eval_tasks=eval_tasks,
             on_step=on_step,
+            trajectories_dir=out / TRAJECTORIES,
         )
 
         async def main() -> None:

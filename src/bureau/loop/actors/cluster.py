@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import ray
 from ray.util.placement_group import PlacementGroup, placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray.util.scheduling_strategies import (
+    NodeAffinitySchedulingStrategy,
+    PlacementGroupSchedulingStrategy,
+)
 
 from bureau.loop.config import RunConfig
 
@@ -41,11 +45,16 @@ def in_bundle(group: PlacementGroup, index: int) -> PlacementGroupSchedulingStra
     )
 
 
-def _bundle(cpus: float, gpus: float) -> dict[str, float]:
+def _bundle(cpus: float, gpus: float, extra: dict[str, float] | None = None) -> dict[str, float]:
     bundle = {"CPU": cpus} if cpus > 0 else {}
     if gpus > 0:
         bundle["GPU"] = gpus
+    bundle.update({k: v for k, v in (extra or {}).items() if v > 0})
     return bundle
+
+
+class SharedPathsError(RuntimeError):
+    """A node of the run cannot see a path the run needs there (no shared filesystem)."""
 
 
 class RayRun:
@@ -58,31 +67,135 @@ class RayRun:
         self.engines: list[Any] = []
         self.workers: list[Any] = []
         self.group: Any = None
+        self.bundles: list[dict[str, float]] = []
+        self.placed: list[tuple[str, int, int | None]] = []
+        """(role, index, bundle index) of every actor, in start order."""
+        self.prefix = f"bureau-{uuid.uuid4().hex[:8]}"
+        """Actors are named `<prefix>-<role>-<index>` (`ray.get_actor` from this driver)."""
         self.engine_urls: list[str] = []
         self.served_model = config.model.served_name or config.model.path.name
 
+    def _specs(self) -> dict[str, dict[str, float]]:
+        cfg = self.config
+        return {
+            "trainer": _bundle(
+                cfg.ray.trainer_cpus, cfg.ray.trainer_gpus, cfg.ray.trainer_resources
+            ),
+            "engine": _bundle(cfg.engines.num_cpus, cfg.engines.num_gpus, cfg.engines.resources),
+            "rollout": _bundle(cfg.rollout.worker_cpus, 0, cfg.rollout.worker_resources),
+        }
+
     def start(self) -> None:
         cfg = self.config
-        bundles: list[dict[str, float]] = []
-        trainer = [_bundle(cfg.ray.trainer_cpus, cfg.ray.trainer_gpus)] * cfg.ray.trainer_ranks
-        engines = [_bundle(cfg.engines.num_cpus, cfg.engines.num_gpus)] * (
-            cfg.engines.count if cfg.engines.kind != "url" else 0
-        )
-        workers = [_bundle(cfg.rollout.worker_cpus, 0)] * cfg.rollout.workers
-        for part in (trainer, engines, workers):
-            bundles.extend(b for b in part if b)
-        self.group = placement(bundles) if bundles else None
+        specs = self._specs()
+        counts = {
+            "trainer": cfg.ray.trainer_ranks,
+            "engine": cfg.engines.count if cfg.engines.kind != "url" else 0,
+            "rollout": cfg.rollout.workers,
+        }
+        self.bundles = [specs[role] for role in counts for _ in range(counts[role]) if specs[role]]
+        self.group = placement(self.bundles) if self.bundles else None
         self._index = 0
         self._start_trainer()
         self._start_engines()
         self._start_workers()
+        self.check_shared_paths()
 
-    def _options(self, cpus: float, gpus: float) -> dict[str, Any]:
-        options: dict[str, Any] = {"num_cpus": cpus, "num_gpus": gpus}
-        if self.group is not None and (cpus > 0 or gpus > 0):
-            options["scheduling_strategy"] = in_bundle(self.group, self._index)
+    def _options(self, role: str, index: int) -> dict[str, Any]:
+        """Ray options of one actor: its role's resources, in the next bundle (in the order
+        `start` laid them out), named `<prefix>-<role>-<index>`."""
+        spec = self._specs()[role]
+        options: dict[str, Any] = {
+            "num_cpus": spec.get("CPU", 0.0),
+            "num_gpus": spec.get("GPU", 0.0),
+            "name": f"{self.prefix}-{role}-{index}",
+        }
+        custom = {k: v for k, v in spec.items() if k not in ("CPU", "GPU")}
+        if custom:
+            options["resources"] = custom
+        bundle = None
+        if self.group is not None and spec:
+            bundle = self._index
+            options["scheduling_strategy"] = in_bundle(self.group, bundle)
             self._index += 1
+        self.placed.append((role, index, bundle))
         return options
+
+    def _port_in(self, options: dict[str, Any]) -> int:
+        """A free port on the node the actor with `options` will run on (another node's free
+        port may be taken there); Ray restarts the actor with the same one."""
+        from bureau.loop.actors.remote import free_port
+
+        strategy = options.get("scheduling_strategy")
+        if strategy is None:
+            return free_port()
+        probe = ray.remote(free_port).options(num_cpus=0, scheduling_strategy=strategy)
+        return int(ray.get(probe.remote()))
+
+    def check_shared_paths(self) -> None:
+        """Every node with actors of this run must see the run folder, the model and the task
+        folders under the same paths (one machine, or a filesystem the nodes share): a marker
+        written here must be readable there. Raises `SharedPathsError` naming node and path."""
+        from bureau.loop.actors.remote import check_paths
+
+        cfg = self.config
+        marker = cfg.out / f".node-check-{self.prefix}"
+        marker.write_text(self.prefix)
+        try:
+            report = self.placement_report()["actors"]
+            nodes: dict[str, tuple[str, set[str]]] = {}
+            for actor in report:
+                _ip, roles = nodes.setdefault(actor["node_id"], (actor["node_ip"], set()))
+                roles.add(actor["role"])
+            paths = [str(marker), str(cfg.model.path / "config.json"), str(cfg.data.train)]
+            if cfg.data.eval is not None:
+                paths.append(str(cfg.data.eval))
+            probes = {
+                node: ray.remote(check_paths)
+                .options(
+                    num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, False)
+                )
+                .remote(paths, self.prefix)
+                for node in nodes
+            }
+            problems = {node: ray.get(ref) for node, ref in probes.items()}
+        finally:
+            marker.unlink(missing_ok=True)
+        bad = {node: found for node, found in problems.items() if found}
+        if bad:
+            lines = [
+                f"node {nodes[node][0]} ({', '.join(sorted(nodes[node][1]))}): {'; '.join(found)}"
+                for node, found in bad.items()
+            ]
+            raise SharedPathsError(
+                "every node of the run must see these paths as the driver does (one machine, "
+                f"or a filesystem the nodes share): the run folder {cfg.out} (trials, "
+                f"checkpoints, weight folders), the model {cfg.model.path} and the tasks "
+                f"{cfg.data.train}"
+                + (f" and {cfg.data.eval}" if cfg.data.eval else "")
+                + ". Not so on:\n"
+                + "\n".join(lines)
+            )
+
+    def placement_report(self) -> dict[str, Any]:
+        """Where every actor landed: its bundle, node, process and (logical) GPUs, and what
+        the placement group asked for. `bureau train` writes it to `RUN/placement.json`."""
+        handles = [*self.trainer_ranks, *self.engines, *self.workers]
+        seen = ray.get([h.placement.remote() for h in handles])
+        table = ray.util.placement_group_table(self.group) if self.group is not None else {}
+        nodes = {int(k): v for k, v in table.get("bundles_to_node_id", {}).items()}
+        actors = [
+            {
+                "role": role,
+                "index": index,
+                "name": f"{self.prefix}-{role}-{index}",
+                "bundle": bundle,
+                "bundle_node": nodes.get(bundle) if bundle is not None else None,
+            }
+            | where
+            for (role, index, bundle), where in zip(self.placed, seen, strict=True)
+        ]
+        return {"strategy": table.get("strategy"), "bundles": self.bundles, "actors": actors}
 
     def _start_trainer(self) -> None:
         from bureau.loop.actors.remote import TrainerActor, actor
@@ -90,9 +203,10 @@ class RayRun:
         cfg = self.config
         n = cfg.ray.trainer_ranks
         self.trainer_ranks = [
-            actor(TrainerActor, **self._options(cfg.ray.trainer_cpus, cfg.ray.trainer_gpus)).remote(
-                rank, n
-            )
+            actor(
+                TrainerActor,
+                **self._options("trainer", rank),
+            ).remote(rank, n)
             for rank in range(n)
         ]
         master = ray.get(self.trainer_ranks[0].address.remote())
@@ -113,7 +227,7 @@ class RayRun:
 
     def _start_engines(self) -> None:
         from bureau.inference.engine import EngineConfig
-        from bureau.loop.actors.remote import EngineActor, VLLMEngineActor, actor, free_port
+        from bureau.loop.actors.remote import EngineActor, VLLMEngineActor, actor
 
         cfg = self.config
         started = time.perf_counter()
@@ -125,7 +239,8 @@ class RayRun:
         logs = cfg.out / "engines"
         logs.mkdir(parents=True, exist_ok=True)
         for index in range(cfg.engines.count):
-            options = self._options(cfg.engines.num_cpus, cfg.engines.num_gpus) | restarts
+            options = self._options("engine", index) | restarts
+            port = self._port_in(options)
             if cfg.engines.kind == "builtin":
                 engine_config = EngineConfig(
                     served_model_name=self.served_model,
@@ -136,18 +251,26 @@ class RayRun:
                     device=cfg.engines.device,
                 )
                 handle = actor(EngineActor, **options).remote(
-                    str(cfg.model.path), engine_config, free_port(), cfg.engines.num_cpus
+                    str(cfg.model.path), engine_config, port, cfg.engines.num_cpus
                 )
             else:
                 handle = actor(VLLMEngineActor, **options).remote(
-                    str(cfg.model.path), context, str(logs / f"vllm-{index}.log"), free_port()
+                    str(cfg.model.path), context, str(logs / f"vllm-{index}.log"), port
                 )
             self.engines.append(handle)
         self.engine_urls = ray.get([e.url.remote() for e in self.engines])
         if cfg.engines.kind == "vllm":
             self.served_model = ray.get(self.engines[0].served_model_name.remote())
         elapsed = time.perf_counter() - started
-        self.say(f"engines: {cfg.engines.count} {cfg.engines.kind} ready in {elapsed:.1f} s")
+        where = ", ".join(self.engine_urls)
+        if cfg.engines.kind == "vllm":  # each server's process group, to find it on the node
+            groups = ray.get([e.server_pid.remote() for e in self.engines])
+            where = ", ".join(
+                f"{u} (group {g})" for u, g in zip(self.engine_urls, groups, strict=True)
+            )
+        self.say(
+            f"engines: {cfg.engines.count} {cfg.engines.kind} ready in {elapsed:.1f} s at {where}"
+        )
 
     def _start_workers(self) -> None:
         from bureau.loop.actors.remote import RolloutActor, actor
@@ -171,7 +294,7 @@ class RayRun:
                 missing_judge=cfg.rollout.missing_judge,
                 faults=cfg.rollout.faults,
             )
-            options = self._options(cfg.rollout.worker_cpus, 0) | {
+            options = self._options("rollout", index) | {
                 "max_restarts": cfg.rollout.max_worker_restarts,
                 "max_task_retries": 0,
                 "max_concurrency": 1000,

@@ -42,6 +42,38 @@ def actor(cls: type, **options: Any) -> Any:
     return _remote(cls).options(**options)
 
 
+def where_am_i() -> dict[str, Any]:
+    """This actor's process, node and the GPUs Ray gave it (logical ones on a CPU machine)."""
+    context = ray.get_runtime_context()
+    return {
+        "pid": os.getpid(),
+        "node_id": context.get_node_id(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "resources": context.get_assigned_resources(),
+    }
+
+
+def check_paths(paths: list[str], marker_text: str) -> list[str]:
+    """What is wrong with `paths` on this node (the first is a marker file holding
+    `marker_text`, the others must exist); empty when all is well."""
+    problems = []
+    for index, raw in enumerate(paths):
+        path = Path(raw)
+        try:
+            if index == 0:
+                if path.read_text() != marker_text:
+                    problems.append(f"{path} is another file than the driver's")
+            elif not path.exists():
+                problems.append(f"{path} does not exist")
+            elif path.is_dir():
+                next(path.iterdir(), None)  # readable
+        except OSError as exc:
+            problems.append(f"{path}: {exc.strerror or exc}")
+    return problems
+
+
 def _threads(cpus: float) -> int:
     return max(1, int(cpus))
 
@@ -79,6 +111,15 @@ class EngineActor:
 
     def device(self) -> str:
         return str(self.host.engine.model.device)
+
+    def placement(self) -> dict[str, Any]:
+        return where_am_i() | {"device": self.device()}
+
+    def weights_digest(self) -> str:
+        """A digest of the weights the engine serves (`bureau.inference.weights.digest`)."""
+        from bureau.inference.weights import digest
+
+        return digest(self.host.engine.model.state_dict())
 
     def gpu_ids(self) -> list[Any]:
         """The GPUs Ray gave this actor (logical ones on a machine without GPUs)."""
@@ -162,6 +203,9 @@ class VLLMEngineActor:
         """The server's process group (its keeper's pid)."""
         return self.server.pid
 
+    def placement(self) -> dict[str, Any]:
+        return where_am_i() | {"server_pid": self.server.pid}
+
     def stop(self) -> None:
         self.server.stop()
 
@@ -176,6 +220,10 @@ class TrainerActor:
 
     def address(self) -> tuple[str, int]:
         return ray.util.get_node_ip_address(), free_port()
+
+    def placement(self) -> dict[str, Any]:
+        device = str(self.host.trainer.parallel.device) if self.host is not None else None
+        return where_am_i() | {"device": device, "rank": self.rank}
 
     def setup(
         self,
@@ -274,6 +322,9 @@ class RolloutActor:
     async def ping(self) -> int:
         await self._ready()
         return os.getpid()
+
+    def placement(self) -> dict[str, Any]:
+        return where_am_i()
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         return await (await self._ready()).rollout(request)
