@@ -22,8 +22,8 @@ demo: $(STAMP)
 	$(VENV)/bin/bureau demo --out runs/demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench scripts
+	$(VENV)/bin/ruff format --check src tests bench scripts
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -421,7 +421,10 @@ def test_micro_batch_metrics_combine_to_the_whole_batch() -> None:
         "cpu",
         pytest.param(
             "cuda",
-            marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"),
+            ],
         ),
     ],
 )

@@ -368,6 +368,7 @@ def test_the_engine_runs_where_it_is_told_and_refuses_a_gpu_it_does_not_have(
     assert {p.device.type for p in auto.model.parameters()} == {expected}
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_on_a_gpu_the_engine_samples_there_and_takes_weights_there(tiny_model: Path) -> None:
     config = CONFIG.model_copy(update={"device": "cuda"})

@@ -121,7 +121,7 @@ class FakeTrainer:
         self.engine.version = self.steps
         return read_loop_state(path)
 
-    async def export(self, out: Path) -> Path:
+    async def export(self, out: Path, dtype: str = "float32") -> Path:
         return out
 
     async def close(self) -> None:

@@ -20,7 +20,7 @@ class _Trainer:
     def __init__(self) -> None:
         self.exports: list[Path] = []
 
-    async def export(self, out: Path) -> Path:
+    async def export(self, out: Path, dtype: str = "float32") -> Path:
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
         (out / "model.safetensors").write_bytes(b"weights")

@@ -264,3 +264,20 @@ def test_a_kl_penalty_scores_a_frozen_reference_and_pulls_towards_it(model: Any)
     plain = Trainer(copy.deepcopy(model), make_loss_fn(config), TrainerConfig())
     with pytest.raises(ValueError, match="needs ref_logprobs"):
         plain.forward_backward(batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_on_a_gpu_packed_steps_match_the_cpu_and_report_peak_memory(model: Any) -> None:
+    batch = synthetic_batch(LENGTHS, seed=3)
+    packing = PackingConfig(token_budget=64)
+    results = {}
+    for device in ("cpu", "cuda"):
+        trainer = _trainer(model, packing=packing, device=device)
+        metrics = trainer.forward_backward(batch) | trainer.optim_step()
+        results[device] = (metrics, _grads(trainer))
+    cpu, cuda = results["cpu"], results["cuda"]
+    assert cuda[0]["train/num_micro_batches"] == 3
+    assert cuda[0]["train/loss"] == pytest.approx(cpu[0]["train/loss"], rel=1e-4)
+    assert cuda[0]["train/grad_norm"] == pytest.approx(cpu[0]["train/grad_norm"], rel=1e-3)
+    assert cuda[0]["train/cuda_peak_gib"] > 0 and "train/cuda_peak_gib" not in cpu[0]

@@ -81,6 +81,11 @@ class EngineSection(StrictModel):
     them on the CPU (tests of GPU placement on a machine without GPUs)."""
     startup_timeout_s: float = Field(default=600.0, gt=0)
     """How long an engine may take to become healthy."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """The engines' weights and activations dtype (builtin and vLLM)."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """vllm: more `vllm serve` arguments, e.g. `["--gpu-memory-utilization", "0.4"]` when the
+    trainer shares the GPU."""
     max_restarts: int = Field(default=3, ge=0)
     """Ray restarts of a dead engine actor; its trajectories in flight are system errors."""
 

@@ -31,8 +31,9 @@ class TrainerPort(Protocol):
         """Restore `save`'s checkpoint; returns the loop state saved with it."""
         ...
 
-    async def export(self, out: Path) -> Path:
-        """The current weights as a Hugging Face folder (with the tokenizer files)."""
+    async def export(self, out: Path, dtype: str = "float32") -> Path:
+        """The current weights as a Hugging Face folder (with the tokenizer files), floating
+        tensors in `dtype`."""
         ...
 
     async def close(self) -> None: ...

@@ -108,8 +108,12 @@ class TrainerHost:
         self.trainer.load(folder / "trainer")
         return read_loop_state(folder)
 
-    def export(self, out: str) -> str:
-        folder = self.trainer.export_weights(Path(out))
+    def export(self, out: str, dtype: str = "float32") -> str:
+        """The weights as a Hugging Face folder, floating tensors in `dtype`."""
+        import torch
+
+        cast = None if dtype == "float32" else getattr(torch, dtype)
+        folder = self.trainer.export_weights(Path(out), dtype=cast)
         assert isinstance(folder, Path)
         if self.is_main:
             copy_checkpoint_extras(self.model_dir, folder)
@@ -183,8 +187,8 @@ class LocalTrainer:
     async def load(self, path: Path) -> dict[str, Any]:
         return await asyncio.to_thread(self.host.load, str(path))
 
-    async def export(self, out: Path) -> Path:
-        return Path(await asyncio.to_thread(self.host.export, str(out)))
+    async def export(self, out: Path, dtype: str = "float32") -> Path:
+        return Path(await asyncio.to_thread(self.host.export, str(out), dtype))
 
     async def close(self) -> None:
         self.host.close()

@@ -47,11 +47,15 @@ class HTTPWeights:
         urls: Sequence[str],
         control: Callable[[str], WeightSync],
         transport: DiskTransport,
+        *,
+        dtype: str = "float32",
     ) -> None:
         self.trainer = trainer
         self.urls = list(urls)
         self.control = control
         self.transport = transport
+        self.dtype = dtype
+        """The dtype the folders are written in (the engines')."""
 
     async def _update(self, url: str, folder: Path, version: int) -> float | None:
         """The seconds of one engine's cycle; None when the engine cannot be reached."""
@@ -69,7 +73,7 @@ class HTTPWeights:
         started = time.perf_counter()
         folder = self.transport.folder(version)
         if not (folder / "config.json").is_file():
-            folder = await self.trainer.export(folder)
+            folder = await self.trainer.export(folder, self.dtype)
         exported = time.perf_counter() - started
         cycles = await asyncio.gather(*(self._update(u, folder, version) for u in urls))
         updated = [c for c in cycles if c is not None]

@@ -271,12 +271,15 @@ class Trainer:
             self.step += 1
         self.optimizer.zero_grad(set_to_none=True)
         self._accumulated = 0
-        return {
+        metrics = {
             "train/lr": lr,
             "train/grad_norm": norm,
             "train/step": float(self.step),
             "train/skipped_step": float(skipped),
         }
+        if self.parallel.device.type == "cuda":
+            metrics["train/cuda_peak_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        return metrics
 
     # -- scoring --------------------------------------------------------------------------
 

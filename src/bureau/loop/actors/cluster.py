@@ -249,13 +249,20 @@ class RayRun:
                     cache_tokens=max(cfg.engines.cache_tokens, context),
                     seed=cfg.seed * 1000 + index,
                     device=cfg.engines.device,
+                    dtype=cfg.engines.dtype,
                 )
                 handle = actor(EngineActor, **options).remote(
                     str(cfg.model.path), engine_config, port, cfg.engines.num_cpus
                 )
             else:
                 handle = actor(VLLMEngineActor, **options).remote(
-                    str(cfg.model.path), context, str(logs / f"vllm-{index}.log"), port
+                    str(cfg.model.path),
+                    context,
+                    str(logs / f"vllm-{index}.log"),
+                    port,
+                    dtype=cfg.engines.dtype,
+                    extra_args=list(cfg.engines.vllm_args),
+                    startup_timeout_s=cfg.engines.startup_timeout_s,
                 )
             self.engines.append(handle)
         self.engine_urls = ray.get([e.url.remote() for e in self.engines])

@@ -75,8 +75,8 @@ class RayTrainer:
         result: dict[str, Any] = await self._all("load", str(path))
         return result
 
-    async def export(self, out: Path) -> Path:
-        return Path(await self._all("export", str(out)))
+    async def export(self, out: Path, dtype: str = "float32") -> Path:
+        return Path(await self._all("export", str(out), dtype))
 
     async def close(self) -> None:
         await asyncio.gather(*(r.close.remote() for r in self.ranks), return_exceptions=True)
@@ -113,7 +113,7 @@ class RayWeights:
         folder = self.disk.folder(version)
         if (folder / "config.json").is_file():  # a repair of the version just published
             return str(folder)
-        return str(await self.trainer.export(folder))
+        return str(await self.trainer.export(folder, self.dtype))
 
     async def _push(self, engines: list[Any], version: int) -> tuple[float, float, int]:
         """Send `version` to `engines`: (seconds, export seconds, engines missed). An engine
@@ -275,7 +275,9 @@ def weight_port(
     if config.engines.kind in ("vllm", "url"):
         kind = "vllm" if config.engines.kind == "vllm" else config.engines.url_control
         assert kind != "none"
-        return HTTPWeights(trainer, urls, control_factory(kind), DiskTransport(folder))
+        return HTTPWeights(
+            trainer, urls, control_factory(kind), DiskTransport(folder), dtype=config.weights.dtype
+        )
     if config.transport in ("nccl", "gloo"):
         weights = BroadcastWeights(
             trainer, engines, backend=config.transport, dtype=config.weights.dtype

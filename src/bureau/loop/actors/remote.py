@@ -167,7 +167,17 @@ class VLLMEngineActor:
     it is behind (`/weight_info`) until the loop's repair has pushed the current version.
     """
 
-    def __init__(self, model_dir: str, max_model_len: int, log_path: str, port: int) -> None:
+    def __init__(
+        self,
+        model_dir: str,
+        max_model_len: int,
+        log_path: str,
+        port: int,
+        *,
+        dtype: str = "float32",
+        extra_args: list[str] | None = None,
+        startup_timeout_s: float = 600.0,
+    ) -> None:
         import httpx
 
         from bureau.inference.vllm import VLLMServer, VLLMServerConfig
@@ -178,6 +188,9 @@ class VLLMEngineActor:
             log_path=Path(log_path),
             host=ray.util.get_node_ip_address(),
             port=port,
+            dtype=dtype,
+            extra_args=list(extra_args or []),
+            startup_timeout_s=startup_timeout_s,
         )
         self.server = VLLMServer(config).start()
         try:
@@ -266,8 +279,8 @@ class TrainerActor:
     def load(self, path: str) -> dict[str, Any]:
         return self._host().load(path)
 
-    def export(self, out: str) -> str:
-        return self._host().export(out)
+    def export(self, out: str, dtype: str = "float32") -> str:
+        return self._host().export(out, dtype)
 
     def join_weight_group(
         self, host: str, port: int, world_size: int, backend: str, timeout_s: float
