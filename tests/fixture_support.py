@@ -54,3 +54,18 @@ def group_record(tid: str, group: str, reward: float | None, sampled: int) -> Tr
         reward=reward,
         system_error=None if reward is not None else "engine_error: down",
     )
+
+
+def live_in_group(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group `pgid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found

@@ -57,10 +57,10 @@ def test_pretraining_lowers_the_loss_and_writes_a_checkpoint(
     config = PretrainConfig(
         model=tiny_model,
         out=tmp_path / "pre",
-        steps=40,
+        steps=20,
         sequences_per_step=16,
         max_words=6,
-        eval_every=20,
+        eval_every=10,
     )
     history = pretrain_copy(config)
     accuracy = [m["copy_accuracy"] for m in history if "copy_accuracy" in m]

@@ -37,6 +37,7 @@ from bureau.inference.vllm import (
     find_vllm_python,
 )
 from bureau.sandbox import cleanup
+from fixture_support import live_in_group
 
 # `<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n` in the Qwen3 vocabulary.
 PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
@@ -111,21 +112,6 @@ def _pid_alive(pid: int, settle_s: float = 5.0) -> bool:
         if time.monotonic() > deadline:
             return True
         time.sleep(0.05)
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group `pgid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 class _ControlRecorder(BaseHTTPRequestHandler):
@@ -250,7 +236,7 @@ def test_a_server_whose_owner_is_killed_goes_with_its_whole_group(
         assert owner.wait(timeout=30) == -signal.SIGKILL  # the owner died, uncleanly
         assert not _pid_alive(server_pid, settle_s=10)
         assert not _pid_alive(child, settle_s=10)
-        assert not _group_members(server_pid)  # the API server between them too
+        assert not live_in_group(server_pid)  # the API server between them too
     finally:
         owner.kill()
         owner.wait()

@@ -58,16 +58,6 @@ def _head_args(port: int, *extra: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`ray start --head` on a port of its own; the cluster stops after the module."""
-    from bureau.inference.launch import free_port
-
-    port = free_port("127.0.0.1")
-    with ray_node(tmp_path_factory.mktemp("ray-head") / "head.log", *_head_args(port)):
-        yield f"127.0.0.1:{port}"
-
-
-@pytest.fixture(scope="module")
 def two_ray_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A head node with resource `trainer_node` and a worker node (its own raylet, object
     store and workers) with `engine_node`, as a cluster of two machines would be started."""

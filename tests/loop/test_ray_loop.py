@@ -1,10 +1,11 @@
 """`bureau train` end to end on Ray, as a user runs it: real sandboxes, tool servers, the built-in
 engine, the trainer and in-place weight pushes.
 
-- A Ray cluster started with `ray start --head` (its own port, stopped by the test), and a run
-  that joins it with `--ray-address`. The driver is SIGKILLed after its second step; the same
-  command then resumes from the checkpoint, and the metrics log shows every step once and every
-  task group trained at most once, none skipped.
+- A Ray cluster of two nodes started with `ray start` (a head and a worker on ports of their
+  own, stopped by the test), and a run that joins it with `--ray-address`, the trainer on one
+  node and the engine and rollout worker on the other. The driver is SIGKILLed after its second
+  step; the same command then resumes from the checkpoint, and the metrics log shows every step
+  once and every task group trained at most once, none skipped.
 - A rollout worker process and an engine killed mid-run: the worker's trajectories run again,
   the engine comes back with the current weights, the run finishes.
 """
@@ -31,15 +32,26 @@ from bureau.records import read_parquet
 pytestmark = pytest.mark.slow
 
 
-def test_cluster_run_resumes_after_sigkill(
-    tmp_path: Path, tool_model: Path, answer_tasks: Path, ray_head: str
+def test_a_two_node_cluster_run_resumes_after_sigkill(
+    tmp_path: Path, tool_model: Path, answer_tasks: Path, two_ray_nodes: str
 ) -> None:
+    """Two Ray nodes (a head and a worker, each with its own raylet) as two machines would run
+    them: the trainer asks for the head's resource, engines and rollout workers for the worker
+    node's. Ports are picked on the node that listens on them; every node checks at start that
+    it sees the run folder, model and tasks the driver sees. The driver is SIGKILLed after its
+    second step and the same command resumes."""
     run = tmp_path / "run"
     config = tmp_path / "run.toml"
     short = {k: v for k, v in QUICK.items() if k != "rollout.attempts"}
-    config.write_text(tomli_w.dumps(run_config(run, tool_model, answer_tasks, steps=4, **short)))
+    nodes = {
+        "ray.trainer_resources": {"trainer_node": 1},
+        "engines.resources": {"engine_node": 1},
+        "rollout.worker_resources": {"engine_node": 1},
+    }
+    tree = run_config(run, tool_model, answer_tasks, steps=4, **short, **nodes)
+    config.write_text(tomli_w.dumps(tree))
     log = tmp_path / "driver.log"
-    driver = train_process(config, "--ray-address", ray_head, log=log)
+    driver = train_process(config, "--ray-address", two_ray_nodes, log=log)
     try:
         wait_for(lambda: len(steps_of(run)) >= 2 or driver.poll() is not None, 480)
         alive = driver.poll() is None
@@ -52,7 +64,12 @@ def test_cluster_run_resumes_after_sigkill(
     killed_at = len(steps_of(run))
     assert 2 <= killed_at < 4, log.read_text()[-3000:]
     assert latest(run / "checkpoint") is not None
-    again = train_process(config, "--ray-address", ray_head, log=log)
+    actors = json.loads((run / "placement.json").read_text())["actors"]
+    node = {a["role"]: a["node_id"] for a in actors}
+    assert node["trainer"] != node["engine"] == node["rollout"], actors
+    assert all(a["node_id"] == a["bundle_node"] for a in actors)
+    assert not list(run.glob(".node-check-*"))  # the marker is removed after the check
+    again = train_process(config, "--ray-address", two_ray_nodes, log=log)
     assert again.wait(timeout=600) == 0, log.read_text()[-3000:]
     steps = steps_of(run)
     assert [r["step"] for r in steps] == [1, 2, 3, 4], log.read_text()[-3000:]

@@ -1,5 +1,7 @@
 """The loop in the shape GPU users run it, on CPU stand-ins: vLLM engines behind the router,
-weights pushed to every engine each step, and a run stopped by SIGTERM leaving nothing behind.
+weights pushed to every engine each step, and a run stopped by SIGTERM leaving nothing behind;
+FSDP2 ranks as actors broadcasting to engines on logical GPUs. (Two Ray nodes:
+`test_ray_loop.py`, where the killed run resumes on them.)
 
 vLLM labels no token with a weight version: the rollout workers label them with the version the
 loop tells them after each push. Were they never told, every token would stay version 0 and,
@@ -22,6 +24,7 @@ from loop_support import QUICK, steps_of, train_process, wait_for
 
 from bureau.inference.vllm import VLLM_PYTHON_ENV, find_vllm_python
 from bureau.loop.synthetic import run_config
+from fixture_support import live_in_group
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +35,6 @@ def _require_vllm() -> None:
         if os.environ.get("BUREAU_REQUIRE_VLLM"):
             pytest.fail(reason)
         pytest.skip(reason)
-
-
-def _live_in_group(pgid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.vllm
@@ -96,9 +86,9 @@ def test_two_vllm_engines_get_every_version_and_a_sigterm_leaves_no_engine_behin
     groups = [int(g) for g in re.findall(r"\(group (\d+)\)", text)]
     assert len(groups) == 2, text[:3000]
     deadline = time.monotonic() + 30
-    while any(_live_in_group(g) for g in groups) and time.monotonic() < deadline:
+    while any(live_in_group(g) for g in groups) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not [p for g in groups for p in _live_in_group(g)]
+    assert not [p for g in groups for p in live_in_group(g)]
 
 
 def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
@@ -193,33 +183,6 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
     # Both engines hold the final weights the trainer exported, bit for bit.
     final = digest(safetensors.torch.load_file(str(run / "weights" / "model.safetensors")))
     assert engines_at_end == [final, final]
-
-
-def test_a_run_on_two_nodes_puts_each_role_where_its_resources_are(
-    tmp_path: Path, tool_model: Path, answer_tasks: Path, two_ray_nodes: str
-) -> None:
-    """Two Ray nodes (a head and a worker, each with its own raylet) as two machines would
-    run them: the trainer asks for the head's resource, engines and rollout workers for the
-    worker node's. Ports are picked on the node that listens on them; every node checks at
-    start that it sees the run folder, model and tasks the driver sees."""
-    run = tmp_path / "run"
-    config = tmp_path / "run.toml"
-    tree = run_config(
-        run, tool_model, answer_tasks, steps=2, **QUICK,
-        **{"ray.trainer_resources": {"trainer_node": 1}, "engines.resources": {"engine_node": 1},
-           "rollout.worker_resources": {"engine_node": 1}, "engines.num_cpus": 0.5,
-           "async.groups_per_step": 1},
-    )  # fmt: skip
-    config.write_text(tomli_w.dumps(tree))
-    log = tmp_path / "driver.log"
-    driver = train_process(config, "--ray-address", two_ray_nodes, log=log)
-    assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
-    assert [r["step"] for r in steps_of(run)] == [1, 2]
-    actors = json.loads((run / "placement.json").read_text())["actors"]
-    node = {a["role"]: a["node_id"] for a in actors}
-    assert node["trainer"] != node["engine"] == node["rollout"], actors
-    assert all(a["node_id"] == a["bundle_node"] for a in actors)
-    assert not list(run.glob(".node-check-*"))  # the marker is removed after the check
 
 
 def test_a_node_that_does_not_see_the_runs_paths_is_named(tmp_path: Path) -> None:
