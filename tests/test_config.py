@@ -171,6 +171,21 @@ def test_the_trainer_scores_at_the_sampling_temperature(tmp_path: Path) -> None:
         load_config(RunConfig, None, clash)
 
 
+def test_a_run_s_paths_are_made_absolute_where_the_config_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ray workers (on other nodes above all) do not run in the driver's folder."""
+    from bureau.loop.config import RunConfig
+
+    monkeypatch.chdir(tmp_path)
+    base = ["out=runs/x", "steps=1", "model.path=models/m", "data.train=d/train", "data.eval=/e"]
+    config = load_config(RunConfig, None, base)
+    assert config.out == tmp_path / "runs" / "x"
+    assert config.model.path == tmp_path / "models" / "m"
+    assert config.data.train == tmp_path / "d" / "train"
+    assert config.data.eval == Path("/e")
+
+
 def test_a_run_s_judge_and_faults_are_settings_with_checked_limits() -> None:
     from bureau.loop.config import RunConfig
 

@@ -81,3 +81,88 @@ def test_an_engine_actor_runs_on_cuda_only_when_ray_gave_it_gpus() -> None:
     assert engine_device("auto", gpu_ids=[]) == "cpu"
     assert engine_device("cpu", gpu_ids=[0]) == "cpu"  # logical GPUs on a CPU machine
     assert engine_device("cuda", gpu_ids=[]) == "cuda"  # the engine then refuses it clearly
+
+
+class _GroupRank:
+    """Trainer rank 0 as the broadcast port drives it; records each group's size and push."""
+
+    def __init__(self) -> None:
+        self.worlds: list[int] = []
+        self.sent: list[int] = []
+
+        async def address() -> tuple[str, int]:
+            return "127.0.0.1", 1
+
+        async def join(host: str, port: int, world: int, backend: str, timeout: float) -> None:
+            self.worlds.append(world)
+
+        async def send(version: int, dtype: str) -> tuple[float, float]:
+            self.sent.append(version)
+            return 0.0, 0.0
+
+        async def leave() -> None:
+            pass
+
+        self.address = _Method(address)
+        self.join_weight_group = _Method(join)
+        self.send_weights = _Method(send)
+        self.leave_weight_group = _Method(leave)
+
+
+class _GroupEngine:
+    def __init__(self, rank: _GroupRank, pid: int) -> None:
+        self.process, self.version, self.restarting = pid, 0, False
+
+        def gone() -> None:
+            if self.restarting:
+                raise ActorUnavailableError("The actor is restarting", None)
+
+        async def pid_() -> int:
+            gone()
+            return self.process
+
+        async def join(*_args: Any) -> None:
+            gone()
+
+        async def receive() -> float:
+            gone()
+            self.version = rank.sent[-1]
+            return 0.0
+
+        async def version() -> int:
+            gone()
+            return self.version
+
+        async def leave() -> None:
+            gone()
+
+        self.pid = _Method(pid_)
+        self.join_weight_group = _Method(join)
+        self.receive_weights = _Method(receive)
+        self.weight_version = _Method(version)
+        self.leave_weight_group = _Method(leave)
+
+
+def test_a_broadcast_misses_a_restarting_engine_then_repairs_it() -> None:
+    """Under the gloo/nccl broadcast too, an engine that Ray is restarting is missed by a push
+    (the group is formed again without it), not a reason to stop the run; once it is back
+    (a new process, version 0), repair forms the group with it and sends the current version."""
+    from bureau.loop.actors.ports import BroadcastWeights
+
+    rank = _GroupRank()
+    engines = [_GroupEngine(rank, 100), _GroupEngine(rank, 200)]
+    trainer = type("T", (), {"ranks": [rank]})()
+    port = BroadcastWeights(trainer, engines, backend="gloo", dtype="float32")  # type: ignore[arg-type]
+    first = asyncio.run(port.publish(1))
+    assert first["weights/engines_updated"] == 2 and rank.worlds == [3]
+    engines[1].restarting = True
+    second = asyncio.run(port.publish(2))
+    assert (second["weights/engines_updated"], second["weights/missed"]) == (1, 1)
+    assert rank.worlds == [3, 2]  # formed again without it
+    assert [e.version for e in engines] == [2, 1]
+    assert asyncio.run(port.repair(2)) == 0  # still away
+    engines[1].restarting, engines[1].process, engines[1].version = False, 201, 0
+    assert asyncio.run(port.repair(2)) == 1
+    assert rank.worlds == [3, 2, 3] and [e.version for e in engines] == [2, 2]
+    third = asyncio.run(port.publish(3))  # the group stands: no new one
+    assert third["weights/engines_updated"] == 2 and rank.worlds == [3, 2, 3]

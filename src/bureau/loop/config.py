@@ -264,6 +264,13 @@ class RunConfig(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> RunConfig:
+        # Actors on other nodes (and Ray workers anywhere) do not run in the driver's folder:
+        # every path they are handed is absolute, resolved where the config was read.
+        self.out = self.out.absolute()
+        self.model.path = self.model.path.absolute()
+        self.data.train = self.data.train.absolute()
+        if self.data.eval is not None:
+            self.data.eval = self.data.eval.absolute()
         if self.judge is not None:
             self.judge.share(self.rollout.workers)  # limits too small to split are an error
         if self.engines.kind == "url" and not self.engines.urls:

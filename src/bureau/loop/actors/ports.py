@@ -11,6 +11,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
+from bureau.inference.transport.broadcast import WeightGroupError
 from bureau.inference.transport.disk import DiskTransport
 from bureau.loop.config import RunConfig
 from bureau.loop.ports import WeightPort
@@ -166,11 +167,13 @@ class BroadcastWeights:
     it in place.
 
     A group's membership is fixed, so an engine that Ray restarted is outside it: publish and
-    repair notice it (the engine's process id changed), dissolve the group and form a new one
-    with every engine on a fresh port; repair then sends the current weights to all of them. A
-    failed publish raises (as the object-store path does when an engine dies mid-update) and
-    leaves the group to be formed again. Publish and repair never overlap (one lock), since the
-    group's collectives must run in the same order on every member.
+    repair notice it (the engine's process id changed, or it does not answer while it
+    restarts), dissolve the group and form a new one on a fresh port with the engines that
+    answer. An engine that is restarting is missed by a push (counted in `weights/missed`),
+    not a reason to stop the run, as on the object-store path; repair brings it to the current
+    version once it is back. A push that fails midway (an engine died in it) is tried once more
+    with a group formed again; a second failure raises. Publish and repair never overlap (one
+    lock), since the group's collectives must run in the same order on every member.
     """
 
     def __init__(
@@ -190,46 +193,59 @@ class BroadcastWeights:
         """Bounds every wait of the group; it includes the trainer's gather of the weights,
         which the engines wait through."""
         self._formed = False
-        self._pids: list[Any] = []
+        self._pids: list[int | None] = []
+        self._members: list[Any] = []
         self._lock = asyncio.Lock()
 
-    def _joins(self, address: tuple[str, int]) -> list[Any]:
+    def _joins(self, address: tuple[str, int], members: list[Any]) -> list[Any]:
         host, port = address
-        world = len(self.engines) + 1
+        world = len(members) + 1
         sender = self.trainer.ranks[0].join_weight_group.remote(
             host, port, world, self.backend, self.timeout_s
         )
         receivers = [
             engine.join_weight_group.remote(host, port, rank, world, self.backend, self.timeout_s)
-            for rank, engine in enumerate(self.engines, start=1)
+            for rank, engine in enumerate(members, start=1)
         ]
         return [sender, *receivers]
 
     def join(self) -> None:
-        """Form the group now (blocking: at set-up, once the actors are up)."""
-        ray.get(self._joins(ray.get(self.trainer.ranks[0].address.remote())))
+        """Form the group now with every engine (blocking: at set-up, once the actors are up)."""
+        ray.get(self._joins(ray.get(self.trainer.ranks[0].address.remote()), self.engines))
         self._pids = ray.get([e.pid.remote() for e in self.engines])
+        self._members = list(self.engines)
         self._formed = True
 
-    async def _engine_pids(self) -> list[Any]:
-        return await asyncio.gather(*(e.pid.remote() for e in self.engines), return_exceptions=True)
-
-    async def _form(self) -> None:
-        self._formed = False
-        members = [self.trainer.ranks[0], *self.engines]
-        await asyncio.gather(
-            *(m.leave_weight_group.remote() for m in members), return_exceptions=True
+    async def _engine_pids(self) -> list[int | None]:
+        """Each engine's process id; None for one that does not answer (dead, restarting)."""
+        found = await asyncio.gather(
+            *(e.pid.remote() for e in self.engines), return_exceptions=True
         )
-        await asyncio.gather(*self._joins(await self.trainer.ranks[0].address.remote()))
-        self._pids = await self._engine_pids()
+        return [p if isinstance(p, int) else None for p in found]
+
+    async def _form(self, pids: list[int | None]) -> None:
+        self._formed = False
+        await asyncio.gather(
+            *(m.leave_weight_group.remote() for m in [self.trainer.ranks[0], *self.engines]),
+            return_exceptions=True,
+        )
+        members = [e for e, pid in zip(self.engines, pids, strict=True) if pid is not None]
+        if members:
+            await asyncio.gather(
+                *self._joins(await self.trainer.ranks[0].address.remote(), members)
+            )
+        self._members, self._pids = members, pids
         self._formed = True
 
     async def _push(self, version: int) -> dict[str, float]:
         started = time.perf_counter()
+        missed = len(self.engines) - len(self._members)
+        if not self._members:
+            return {"weights/sync_s": 0.0, "weights/engines_updated": 0.0, "weights/missed": missed}
         try:
             results = await asyncio.gather(
                 *(r.send_weights.remote(version, self.dtype) for r in self.trainer.ranks),
-                *(e.receive_weights.remote() for e in self.engines),
+                *(e.receive_weights.remote() for e in self._members),
             )
         except BaseException:
             self._formed = False
@@ -239,14 +255,27 @@ class BroadcastWeights:
             "weights/sync_s": time.perf_counter() - started,
             "weights/export_s": gathered_s,
             "weights/broadcast_s": sent_s,
-            "weights/engines_updated": len(self.engines),
+            "weights/engines_updated": float(len(self._members)),
+            "weights/missed": float(missed),
         }
+
+    async def _push_to_live(self, version: int) -> dict[str, float]:
+        """Push to the engines that answer, forming the group again where it changed; once
+        more after a push that failed midway."""
+        for attempt in (1, 2):
+            pids = await self._engine_pids()
+            if not self._formed or pids != self._pids:
+                await self._form(pids)
+            try:
+                return await self._push(version)
+            except (RayActorError, WeightGroupError):
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     async def publish(self, version: int) -> dict[str, float]:
         async with self._lock:
-            if not self._formed or await self._engine_pids() != self._pids:
-                await self._form()
-            return await self._push(version)
+            return await self._push_to_live(version)
 
     async def repair(self, version: int) -> int:
         async with self._lock:
@@ -255,8 +284,8 @@ class BroadcastWeights:
             )
             behind = sum(isinstance(v, int) and v < version for v in versions)
             if behind:
-                await self._form()
-                await self._push(version)
+                self._formed = False  # the engines behind are new processes: a new group
+                await self._push_to_live(version)
             return behind
 
 
