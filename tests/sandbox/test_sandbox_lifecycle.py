@@ -152,7 +152,10 @@ runtime = LocalRuntime(Path({root!r}), limits=SMALL)
 sb = runtime.start(write_task(Path({task!r})), timeout_s=30)
 # Wait until the spawned command runs: bwrap arms its parent-death signal only once started.
 sb.spawn(["sh", "-c", "echo up; exec sleep 60"]).stdout.readline()
-print(json.dumps({{"path": str(sb.path), "uid": sb.uid, "id": sb.id}}), flush=True)
+# The stamp goes out with the rest: without `wait`, the exit hook removes the folder (and the
+# stamp) as soon as this process ends, which may be before the test reads anything.
+stamp = (sb.path / ".owner").read_text()
+print(json.dumps({{"path": str(sb.path), "uid": sb.uid, "id": sb.id, "stamp": stamp}}), flush=True)
 if {wait!r}:
     time.sleep(60)
 """
@@ -180,7 +183,7 @@ def _leaver(tmp_path: Path, *, wait: bool) -> tuple[subprocess.Popen[str], Left]
     )
     assert proc.stdout is not None
     info = json.loads(proc.stdout.readline())
-    stamp = (Path(info["path"]) / ".owner").read_text().splitlines()
+    stamp = str(info["stamp"]).splitlines()
     groups = json.loads(next(line for line in stamp if line.startswith("cgroups="))[8:])
     left = Left(Path(info["path"]), int(info["uid"]), str(info["id"]), [Path(g) for g in groups])
     return proc, left
