@@ -118,8 +118,8 @@ def test_a_killed_rollout_worker_and_a_killed_engine_cost_only_their_work(
     steps = steps_of(run)
     assert [r["step"] for r in steps] == [1, 2, 3, 4]
     # The victim's trajectories ran again; every group was trained once, none lost.
-    requeued = max(int(r.get("rollout/requeued", 0)) for r in steps)
-    assert 1 <= requeued <= int(tree["rollout"]["max_in_flight"]), steps
+    # (An attempt sent again while the worker is still restarting is lost again: no upper bound.)
+    assert max(int(r.get("rollout/requeued", 0)) for r in steps) >= 1, steps
     trained = [g for r in steps for g in r["data/group_ids"]]
     assert len(trained) == len(set(trained)) == 8
     # Each trained group has each of its attempts once: a rerun replaced the lost one.
