@@ -186,11 +186,15 @@ def test_server_launch_command_environment_and_group_stop(
         assert seen["env"]["HF_HUB_OFFLINE"] == "1"
         assert seen["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
         assert seen["env"]["VLLM_SERVER_DEV_MODE"] == "1"
+        scratch = server.scratch
+        assert scratch is not None and scratch.is_dir()
+        assert seen["env"]["VLLM_RPC_BASE_PATH"] == str(scratch)  # its sockets go there
         assert server.base_url == f"http://127.0.0.1:{server.port}"
         pid = server.pid
         assert pid is not None and _pid_alive(seen["child"], settle_s=0)
     assert not server.alive() and server not in cleanup.live()
     assert not _pid_alive(pid) and not _pid_alive(seen["child"])
+    assert not scratch.exists() and server.scratch is None
     server.stop()  # idempotent
 
 
@@ -206,7 +210,7 @@ started = {}
 thread = threading.Thread(target=lambda: started.update(server=VLLMServer(config).start()))
 thread.start()
 thread.join()
-print(started["server"].pid, flush=True)
+print(started["server"].pid, started["server"].scratch, flush=True)
 threading.Event().wait()
 """
 
@@ -229,14 +233,17 @@ def test_a_server_whose_owner_is_killed_goes_with_its_whole_group(
     )
     try:
         assert owner.stdout is not None
-        server_pid = int(owner.stdout.readline())
+        pid_text, scratch_text = owner.stdout.readline().split()
+        server_pid, scratch = int(pid_text), Path(scratch_text)
         child = json.loads(record.read_text())["child"]
+        assert scratch.is_dir()
         assert _pid_alive(server_pid, settle_s=0) and _pid_alive(child, settle_s=0)
         owner.send_signal(signal.SIGKILL)
         assert owner.wait(timeout=30) == -signal.SIGKILL  # the owner died, uncleanly
         assert not _pid_alive(server_pid, settle_s=10)
         assert not _pid_alive(child, settle_s=10)
         assert not live_in_group(server_pid)  # the API server between them too
+        assert not scratch.exists()  # the keeper removed the server's sockets and files
     finally:
         owner.kill()
         owner.wait()

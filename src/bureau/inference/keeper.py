@@ -11,6 +11,9 @@ exits by itself, the keeper kills what it left in the group and exits with its s
 owner sees the server's own exit code. As group leader for the group's whole life, the keeper
 also keeps the group id from being reused while anything of the group could still run.
 
+When the environment names a scratch folder (`BUREAU_SERVER_SCRATCH`: the server's sockets and
+temporary files), the keeper removes it once the group is gone.
+
 The owner stops a server by signalling the group (the keeper ignores SIGTERM and waits for
 its child like everyone else's parent would), then SIGKILL.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import sys
 import time
@@ -74,7 +78,20 @@ def _end_group(child: int) -> None:
     _reap(child)
 
 
+def _remove_scratch() -> None:
+    scratch = os.environ.get("BUREAU_SERVER_SCRATCH")
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main(argv: list[str]) -> int:
+    try:
+        return _keep(argv)
+    finally:
+        _remove_scratch()
+
+
+def _keep(argv: list[str]) -> int:
     if not argv:
         print("usage: keeper.py ARGV...", file=sys.stderr)
         return 2

@@ -6,6 +6,9 @@ raises `engine_unavailable` with the log's tail when the process dies or the sta
 passes; `stop()` is idempotent and registered with `bureau.sandbox.cleanup`. The group's leader
 is a keeper (`bureau.inference.keeper`) that ends the whole group when this process dies
 without stopping it (SIGKILL, a crash), so no server outlives the process that started it.
+Each server gets a scratch folder of its own (`ManagedServer.scratch`, for its sockets and
+temporary files) that goes with the group: the keeper removes it when it ends the group, and
+`stop()` removes it too, so a killed server leaves nothing in the machine's temporary folder.
 Subclasses give the command line and the environment:
 `BuiltinServer` runs `bureau serve`, and `bureau.inference.vllm.VLLMServer` runs vLLM's
 OpenAI-compatible server from its own virtual environment.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +39,8 @@ from bureau.inference.client import EngineClient
 
 Kind = SystemErrorKind
 KEEPER = Path(__file__).with_name("keeper.py")
+SCRATCH_ENV = "BUREAU_SERVER_SCRATCH"
+"""Names the server's scratch folder in its environment; the keeper removes that folder."""
 
 
 class ServerConfig(StrictModel):
@@ -78,6 +84,8 @@ class ManagedServer(ABC):
         self._log: IO[bytes] | None = None
         self._lifeline: int | None = None
         """The write end of the keeper's stdin: closed when this process goes."""
+        self.scratch: Path | None = None
+        """The server's own temporary folder while it runs (see `SCRATCH_ENV`)."""
 
     @abstractmethod
     def command(self) -> list[str]:
@@ -125,6 +133,7 @@ class ManagedServer(ABC):
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         started = time.perf_counter()
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"bureau-{self.kind}-"))
         lifeline_in, self._lifeline = os.pipe()  # neither end is inherited by other children
         try:
             self._proc = subprocess.Popen(
@@ -132,7 +141,7 @@ class ManagedServer(ABC):
                 stdin=lifeline_in,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
-                env=self.environment(),
+                env={**self.environment(), SCRATCH_ENV: str(self.scratch)},
                 start_new_session=True,
             )
         finally:
@@ -208,6 +217,9 @@ class ManagedServer(ABC):
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
         from bureau.sandbox import cleanup
 
         cleanup.unregister(self)

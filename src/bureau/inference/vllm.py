@@ -144,6 +144,8 @@ class VLLMServer(ManagedServer):
             VLLM_CPU_KVCACHE_SPACE=f"{self.config.kv_cache_gib:g}",
             VLLM_SERVER_DEV_MODE="1",
         )
+        if self.scratch is not None:  # its ZeroMQ sockets, which a killed server leaves behind
+            env["VLLM_RPC_BASE_PATH"] = str(self.scratch)
         env.update(self.config.env)
         return env
 
