@@ -1,29 +1,38 @@
-"""The demo's before/after table (the stages themselves are the commands, tested apart)."""
+"""The demo's before/after table and its verdict (the stages themselves are the commands,
+tested apart)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from bureau.cli.demo_rl import summarize
+from bureau.evaluation.report import AttemptRow, summarize_attempts
 
 
-def _eval(label: str, rate: float, low: float, high: float) -> dict[str, Any]:
-    return {
-        "label": label,
-        "pass_at_1": rate,
-        "pass_at_1_low": low,
-        "pass_at_1_high": high,
-        "reward": rate,
-        "graded": 60,
-    }
+def _report(passes: dict[str, list[bool]]) -> dict[str, Any]:
+    rows = [
+        AttemptRow(task, "law", p, float(p), template=f"law.{task[0]}")
+        for task, attempts in passes.items()
+        for p in attempts
+    ]
+    return summarize_attempts(rows, seed=0).model_dump(mode="json")
 
 
-def test_a_rise_counts_only_with_disjoint_intervals(capsys) -> None:  # type: ignore[no-untyped-def]
-    walls = {"pretrain": 240.0, "rl": 900.0}
-    before = _eval("start", 0.20, 0.12, 0.32)
-    assert summarize(before, _eval("end", 0.50, 0.38, 0.62), 12, walls, 1500.0)
-    assert not summarize(before, _eval("end", 0.30, 0.20, 0.43), 12, walls, 1500.0)
-    assert not summarize(before, _eval("end", 0.10, 0.05, 0.20), 12, walls, 1500.0)
+def test_the_verdict_needs_a_paired_difference_above_zero(capsys) -> None:  # type: ignore[no-untyped-def]
+    tasks = [f"{t}{i}" for t in "ab" for i in range(6)]
+    before = _report({t: [False, False] for t in tasks})
+    # Every task gained a pass: the paired difference is +0.5 on every resample.
+    verdict = summarize(before, _report({t: [True, False] for t in tasks}), seed=0)
+    assert verdict.improved and verdict.line.startswith("RL improved held-out Pass@1")
+    assert "+0.500 [+0.500, +0.500] over 12 tasks" in verdict.line
+    # a0 lost both its passes and b0 gained two: a mean of 0, an interval about it.
+    mixed = {t: [False, False] for t in tasks} | {"a0": [True, True]}
+    worse = summarize(
+        _report(mixed), _report({t: [False, False] for t in tasks} | {"b0": [True, True]}), seed=0
+    )
+    assert not worse.improved and "did not show an improvement" in worse.line
+    down = summarize(_report({t: [True, True] for t in tasks}), before, seed=0)
+    assert not down.improved and down.line.startswith("RL made held-out Pass@1 worse")
     printed = capsys.readouterr().out
-    assert "+0.300" in printed and "disjoint" in printed and "overlapping" in printed
-    assert "12 RL steps; wall time 25.0 min (pretrain 4.0 min, rl 15.0 min)" in printed
+    assert "law.a" in printed and "law.b" in printed and "paired difference" in printed
+    assert set(verdict.comparison["templates"]) == {"law.a", "law.b"}

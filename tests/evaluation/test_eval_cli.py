@@ -42,7 +42,8 @@ def test_eval_runs_a_model_and_writes_the_report(
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Pass@1" in done.stdout and "eval.json" in done.stdout
     report: dict[str, Any] = json.loads((out / "eval.json").read_text())
-    assert report["format"] == "bureau-eval/1" and report["k"] == 2
+    assert report["format"] == "bureau-eval/2" and report["k"] == 2
+    assert report["interval"] == "task-bootstrap"
     assert report["config"]["harness"]["max_turns"] == 2
     assert report["config"]["seed"] == 3 and report["resamples"] == 500
     assert report["versions"]["bureau"] and report["wall_time_s"] > 0
@@ -62,6 +63,25 @@ def test_eval_runs_a_model_and_writes_the_report(
     )
     assert (out / "trajectories.parquet").is_file()
     assert (out / "config.resolved.toml").is_file()
+    assert sum(t["tasks"] for t in report["templates"].values()) == 2
+
+    # Again, paired with the first run: the same two tasks.
+    again = bureau(
+        "eval", str(small_dataset), "--model", str(tiny_model), "--out", str(tmp_path / "again"),
+        "--attempts", "1", "--max-tasks", "2", "--seed", "4", "--isolation", isolation,
+        "--set", "harness.max_turns=1", "--set", "harness.max_tokens_per_turn=8",
+        "--set", "harness.context_length=4096", "--baseline", str(out),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "paired per task" in again.stdout
+    compared = json.loads((tmp_path / "again" / "comparison.json").read_text())
+    assert compared["baseline"] == str(out)
+    assert compared["overall"]["pass_at_1"]["tasks"] == 2
+    assert set(compared["templates"]) == set(report["templates"])
+    wrong = bureau(
+        "eval", str(small_dataset), "--model", str(tiny_model), "--baseline", str(tmp_path)
+    )
+    assert wrong.returncode == 2 and "--baseline" in wrong.stdout
 
 
 def test_eval_refuses_an_unknown_setting(small_dataset: Path, tmp_path: Path) -> None:

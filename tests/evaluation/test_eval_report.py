@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bureau.evaluation.report import AttemptRow, summarize_attempts
-from bureau.evaluation.stats import wilson_interval
+from bureau.evaluation.stats import task_bootstrap_rate
 
 
 def ok(task: str, domain: str, passed: bool, reward: float) -> AttemptRow:
@@ -46,7 +46,12 @@ def test_overall_figures() -> None:
     # Pass@1 over the 8 graded attempts: a 1, b 0, c 2.
     assert (overall.pass_at_1.successes, overall.pass_at_1.n) == (3, 8)
     assert overall.pass_at_1.rate == 3 / 8
-    assert (overall.pass_at_1.low, overall.pass_at_1.high) == wilson_interval(3, 8)
+    # The interval resamples tasks (a 1 of 2, b 0 of 3, c 2 of 3; d has no graded attempt):
+    # its bounds are rates of resampled task sets, from b b b (0) up to c c c (2/3).
+    interval = (overall.pass_at_1.low, overall.pass_at_1.high)
+    assert interval == task_bootstrap_rate([(1, 2), (0, 3), (2, 3)], seed=0)
+    assert interval == (0.0, pytest.approx(2 / 3))
+    assert report.interval == "task-bootstrap" and report.confidence == 0.95
     # Excluded attempts counted as failures: 3 of 12.
     assert overall.pass_at_1_excluded_as_failed.rate == 3 / 12
     # Rewards 1 + .5 + 0 + .25 + 0 + 1 + 1 + 0 = 3.75 over 8.
@@ -117,3 +122,56 @@ def test_rows_must_be_consistent() -> None:
         AttemptRow("a", "law", False, float("nan"))
     with pytest.raises(ValueError, match="several domains"):
         summarize_attempts([ok("a", "law", True, 1.0), ok("a", "banking", True, 1.0)], seed=0)
+
+
+def test_per_template_groups() -> None:
+    rows = [
+        AttemptRow("a", "law", True, 1.0, template="law.x"),
+        AttemptRow("b", "law", False, 0.0, template="law.y"),
+        AttemptRow("b", "law", True, 1.0, template="law.y"),
+        AttemptRow("c", "law", True, 1.0),  # no template recorded: overall and domain only
+    ]
+    report = summarize_attempts(rows, seed=0)
+    assert list(report.templates) == ["law.x", "law.y"]
+    assert report.templates["law.y"].pass_at_1.rate == 0.5
+    assert report.templates["law.x"].tasks == 1 and report.overall.tasks == 3
+    assert report.tasks[1].template == "law.y"
+    with pytest.raises(ValueError, match="several templates"):
+        summarize_attempts([rows[1], AttemptRow("b", "law", True, 1.0, template="z")], seed=0)
+
+
+def test_compare_reports_pairs_tasks() -> None:
+    from bureau.evaluation.report import compare_reports
+
+    def rows(passes: dict[str, list[bool]]) -> list[AttemptRow]:
+        return [
+            AttemptRow(t, "law", p, float(p), template=f"law.{t[0]}")
+            for t, ps in passes.items()
+            for p in ps
+        ]
+
+    before = summarize_attempts(
+        [*rows({"x1": [False, False], "x2": [True, False], "y1": [True, True], "gone": [True]}),
+         AttemptRow("x1", "law", None, None, system_error="engine_error", template="law.x")],
+        seed=0,
+    )  # fmt: skip
+    after = summarize_attempts(
+        rows({"x1": [True, False], "x2": [True, True], "y1": [True, True], "new": [False]}),
+        seed=0,
+    )
+    compared = compare_reports(after, before, seed=0)
+    # Shared tasks x1, x2, y1: per task after - before = 0.5, 0.5, 0 (the excluded attempt
+    # of x1 counts in neither), a mean of 1/3; Pass@1 over those tasks 1/2 -> 5/6.
+    overall = compared.overall.pass_at_1
+    assert overall is not None
+    assert overall.tasks == 3
+    assert (overall.before, overall.after) == (pytest.approx(0.5), pytest.approx(5 / 6))
+    assert overall.difference == pytest.approx(1 / 3)
+    # Resampled task sets range from y1 y1 y1 (0) to only x tasks (0.5).
+    assert (overall.low, overall.high) == (0.0, 0.5)
+    assert not overall.excludes_zero
+    x = compared.templates["law.x"].pass_at_1
+    assert x is not None and (x.difference, x.low, x.high) == (0.5, 0.5, 0.5) and x.excludes_zero
+    assert compared.templates["law.y"].pass_at_1 is not None
+    assert (compared.tasks_only_before, compared.tasks_only_after) == (1, 1)
+    assert compared.domains["law"].mean_reward is not None

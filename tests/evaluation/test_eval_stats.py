@@ -104,3 +104,39 @@ def test_paired_differences_compare_task_means_on_shared_tasks() -> None:
     # a: 0.5 - 1.0; b: 1.0 - 0.5; c and d are in one run only.
     assert paired_task_differences(run, base) == [-0.5, 0.5]
     assert paired_task_differences([], base) == []
+
+
+def test_task_bootstrap_resamples_tasks_not_attempts() -> None:
+    from bureau.evaluation.stats import task_bootstrap_rate
+
+    # Two tasks, one always passed and one never, three attempts each. Over attempts (3 of 6)
+    # Wilson says [0.188, 0.812]; but a resample of the two tasks is both passed (rate 1, p 1/4),
+    # one of each (0.5, p 1/2) or both failed (0, p 1/4): the 95% interval is [0, 1].
+    assert task_bootstrap_rate([(3, 3), (0, 3)], seed=0, resamples=4000) == (0.0, 1.0)
+    low, high = wilson_interval(3, 6)
+    assert (round(low, 3), round(high, 3)) == (0.188, 0.812)
+    # The rate is pooled over attempts: tasks (2 of 2) and (0 of 1) resample to 4/4, 0/2 or
+    # 2/3 (one of each, p 1/2), so the median of the resampled rates is 2/3.
+    assert task_bootstrap_rate([(2, 2), (0, 1)], seed=1, confidence=0.0) == (2 / 3, 2 / 3)
+    assert task_bootstrap_rate([(2, 4)] * 5, seed=2) == (0.5, 0.5)  # alike tasks: a point
+    assert task_bootstrap_rate([(1, 1), (0, 0)], seed=0) == (1.0, 1.0)  # no attempts: no weight
+    assert task_bootstrap_rate([], seed=0) is None
+    with pytest.raises(ValueError):
+        task_bootstrap_rate([(3, 2)], seed=0)
+
+
+def test_paired_difference_interval_over_tasks() -> None:
+    from bureau.evaluation.stats import paired_difference
+
+    after = [("a", 1.0), ("a", 1.0), ("b", 0.0), ("b", 1.0), ("c", 1.0)]
+    before = [("a", 0.0), ("a", 1.0), ("b", 0.0), ("b", 0.0)]
+    # a: 1 - 0.5, b: 0.5 - 0; c was not evaluated before. Every resample's mean is 0.5.
+    paired = paired_difference(after, before, seed=0)
+    assert paired is not None
+    assert (paired.tasks, paired.mean, paired.low, paired.high) == (2, 0.5, 0.5, 0.5)
+    assert paired.excludes_zero
+    # One task gained a pass and one lost it: a mean of 0, resampled to -1, 0 or 1.
+    even = paired_difference([("a", 1.0), ("b", 0.0)], [("a", 0.0), ("b", 1.0)], seed=0)
+    assert even is not None and (even.mean, even.low, even.high) == (0.0, -1.0, 1.0)
+    assert not even.excludes_zero
+    assert paired_difference([("a", 1.0)], [("b", 1.0)], seed=0) is None

@@ -54,7 +54,7 @@ port = int(args[args.index("--port") + 1])
 mode = os.environ.get("FAKE_VLLM_MODE", "serve")
 child = subprocess.Popen(["sleep", "300"])  # stands for vLLM's engine-core process
 record = {"argv": args, "child": child.pid,
-          "env": {k: v for k, v in os.environ.items() if k.startswith(("HF_", "VLLM_"))}}
+          "env": {k: v for k, v in os.environ.items() if k.startswith(("HF_", "VLLM_", "TMPDIR"))}}
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as fh:
     json.dump(record, fh)
 if mode == "crash":
@@ -189,6 +189,7 @@ def test_server_launch_command_environment_and_group_stop(
         scratch = server.scratch
         assert scratch is not None and scratch.is_dir()
         assert seen["env"]["VLLM_RPC_BASE_PATH"] == str(scratch)  # its sockets go there
+        assert seen["env"]["TMPDIR"] == str(scratch)
         assert server.base_url == f"http://127.0.0.1:{server.port}"
         pid = server.pid
         assert pid is not None and _pid_alive(seen["child"], settle_s=0)

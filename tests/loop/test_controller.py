@@ -176,6 +176,7 @@ def make(
     trainer = FakeTrainer(engine, skip=skip)
     sink = ListSink()
     eval_tasks = kw.pop("eval_tasks", ())
+    trajectories_dir = kw.pop("trajectories_dir", None)
     settings = LoopSettings(
         steps=steps,
         groups_per_step=2,
@@ -197,6 +198,7 @@ def make(
         sink=sink,
         checkpoint_dir=tmp_path / "checkpoint",
         eval_tasks=eval_tasks,
+        trajectories_dir=trajectories_dir,
     )
     return controller, engine, rollout, trainer, sink
 
@@ -343,7 +345,7 @@ def test_a_run_that_drops_every_group_stops_and_says_why(tmp_path: Path) -> None
     written as they happened, not only at steps."""
     controller, engine, _rollout, trainer, sink = make(
         tmp_path, steps=20, staleness=0, max_dropped_steps=3, max_dropped_s=0.0,
-        live_metrics_every_s=0.001,
+        live_metrics_every_s=0.001, trajectories_dir=tmp_path / "trajectories",
     )  # fmt: skip
 
     async def never_update(version: int) -> dict[str, float]:
@@ -355,6 +357,16 @@ def test_a_run_that_drops_every_group_stops_and_says_why(tmp_path: Path) -> None
     assert trainer.steps == 1 and engine.version == 0
     live = [m for _, m in sink.rows if "live/dropped_stale" in m]
     assert live and max(m["live/dropped_stale"] for m in live) >= 1
+    # What step 1 trained on, and each dropped group, marked, as it was dropped.
+    from bureau.records import read_parquet, read_trajectories
+
+    folder = tmp_path / "trajectories"
+    dropped = sorted(folder.glob("dropped-000001-g*.parquet"))
+    assert len(dropped) >= 6 and (folder / "step-000001.parquet").is_file()
+    assert {r.dropped for f in dropped for r in read_parquet(f)} == {"stale"}
+    trained = read_trajectories(folder)
+    assert len(trained) == 4 and all(r.dropped is None for r in trained)  # 2 groups of 2
+    assert len(read_trajectories(folder, include_dropped=True)) == 4 + 2 * len(dropped)
 
 
 def test_a_skipped_step_is_not_a_new_version(tmp_path: Path) -> None:

@@ -104,6 +104,7 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
     - The two ranks' loss and gradient norm on step 1 equal one process's on the same batch
       (the records that step trained on, `RUN/trajectories/`).
     - After the last step both engines hold the trainer's final weights bit for bit.
+    - `bureau audit tito RUN` checks the run folder's records.
     """
     import ray
     import safetensors.torch
@@ -183,6 +184,18 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
     # Both engines hold the final weights the trainer exported, bit for bit.
     final = digest(safetensors.torch.load_file(str(run / "weights" / "model.safetensors")))
     assert engines_at_end == [final, final]
+
+    # The run folder is auditable: every step's records, their tokens against the renderer,
+    # and the logprobs of what the starting weights (version 0) sampled against the trainer's.
+    from bureau.audit.tito import audit_run
+
+    audited = audit_run(run, None)
+    print(audited.lines())
+    files = list((run / "trajectories").iterdir())
+    assert audited.trajectories == sum(len(read_parquet(f)) for f in files)
+    assert audited.trajectories >= steps * 2 and audited.token_mismatches == []
+    assert audited.logprob_checked >= 1 and audited.logprob_versions == [0]
+    assert audited.logprob_abs_diff_max is not None and audited.logprob_abs_diff_max <= 1e-3
 
 
 def test_a_node_that_does_not_see_the_runs_paths_is_named(tmp_path: Path) -> None:

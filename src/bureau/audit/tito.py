@@ -40,6 +40,11 @@ class Report:
     logprob_abs_diff_mean: float | None = None
     logprob_abs_diff_max: float | None = None
     logprob_versions: list[int] = field(default_factory=list)
+    logprob_checked: int = 0
+    """Trajectories whose logprobs were checked: all of them, or those sampled entirely by the
+    weights the audit loaded (version 0 of a training run)."""
+    dropped: int = 0
+    """Trajectories the RL loop kept but did not train on (marked in the records)."""
     naive_drift: int = 0
     naive_drift_examples: list[str] = field(default_factory=list)
 
@@ -50,10 +55,13 @@ class Report:
             f"multi-turn trajectories: {self.multi_turn} of {n}; sampled tokens: "
             f"{self.sampled_tokens}",
         ]
+        if self.dropped:
+            out.append(f"dropped by the loop as stale (audited too): {self.dropped} of {n}")
         if self.logprob_abs_diff_mean is not None:
             out.append(
                 f"logprob |Δ| trainer vs sampler: mean {self.logprob_abs_diff_mean:.3g}, "
-                f"max {self.logprob_abs_diff_max:.3g} over {self.sampled_tokens} tokens"
+                f"max {self.logprob_abs_diff_max:.3g} over the {self.logprob_checked} "
+                f"trajectories sampled by weight version(s) {self.logprob_versions}"
             )
         share = self.naive_drift / n if n else 0.0
         out.append(
@@ -131,11 +139,17 @@ def audit(
     records: Sequence[TrajectoryRecord],
     renderer: Renderer,
     model: PreTrainedModel | None = None,
+    *,
+    model_version: int | None = None,
 ) -> Report:
+    """Checks (a) and (c) on every record, (b) with `model` on every record, or, with
+    `model_version`, on those whose every sampled token came from that weight version (the
+    others were sampled by weights the audit does not have)."""
     report = Report(trajectories=len(records))
     diffs: list[float] = []
     versions: set[int] = set()
     for record in records:
+        report.dropped += record.dropped is not None
         report.multi_turn += len(record.turns) > 1
         report.sampled_tokens += sum(record.loss_mask)
         problem = check_tokens(record, renderer)
@@ -144,11 +158,13 @@ def audit(
         if naive_drifts(record, renderer):
             report.naive_drift += 1
             report.naive_drift_examples.append(f"{record.trajectory_id} ({record.task_name})")
+        sampled_by = {v for v, m in zip(record.weight_versions, record.loss_mask, strict=True) if m}
+        if model_version is not None and sampled_by - {model_version}:
+            continue
         if model is not None and problem is None:
             diffs += logprob_diffs(model, record)
-            versions.update(
-                v for v, m in zip(record.weight_versions, record.loss_mask, strict=True) if m
-            )
+            versions.update(sampled_by)
+            report.logprob_checked += 1
     if diffs:
         report.logprob_abs_diff_mean = math.fsum(diffs) / len(diffs)
         report.logprob_abs_diff_max = max(diffs)
@@ -156,29 +172,55 @@ def audit(
     return report
 
 
+TRAIN_RUN_TRAJECTORIES = "trajectories"
+"""A `bureau train` run's folder of per-step records (`bureau.loop.run.TRAJECTORIES`)."""
+
+
 def audit_run(run: Path, model_dir: Path | None) -> Report:
-    """Audit `run/trajectories.parquet`; the model defaults to the one in `run/run.json`."""
+    """Audit a run's records: `RUN/trajectories.parquet` (`bureau tasks check --agent
+    harness`, `bureau eval`; the model from `RUN/run.json`), a `bureau train` run folder
+    (every `RUN/trajectories/*.parquet`, trained and dropped; the starting model of its
+    `config.resolved.toml` checks the logprobs of what version 0 sampled), or one file."""
     import json
 
+    from bureau.config import read_toml
     from bureau.models.checkpoint import load_checkpoint
     from bureau.records import read_parquet
 
-    path = run / "trajectories.parquet" if run.is_dir() else run
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no trajectory records (`bureau tasks check --agent harness --out RUN` "
-            "writes them)"
-        )
-    records = read_parquet(path)
-    info_path = path.parent / "run.json"
-    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
-    if model_dir is None:
-        if "model" not in info:
-            raise FileNotFoundError(f"{info_path} names no model: pass --model")
-        model_dir = Path(info["model"])
-    thinking = bool(info.get("harness", {}).get("enable_thinking", True))
+    model_version: int | None = None
+    thinking = True
+    if run.is_dir() and (run / TRAIN_RUN_TRAJECTORIES).is_dir():
+        files = sorted((run / TRAIN_RUN_TRAJECTORIES).glob("*.parquet"))
+        resolved = run / "config.resolved.toml"
+        config = read_toml(resolved) if resolved.is_file() else {}
+        harness = config.get("rollout", {}).get("harness", {})
+        thinking = bool(harness.get("enable_thinking", True))
+        if model_dir is None:
+            if "path" not in config.get("model", {}):
+                raise FileNotFoundError(f"{resolved} names no model: pass --model")
+            model_dir = Path(config["model"]["path"])
+            model_version = 0
+        if not files:
+            raise FileNotFoundError(f"{run / TRAIN_RUN_TRAJECTORIES}: no step has finished yet")
+    else:
+        path = run / "trajectories.parquet" if run.is_dir() else run
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path}: no trajectory records (`bureau tasks check --agent harness --out RUN` "
+                "and `bureau train` write them)"
+            )
+        files = [path]
+        info_path = path.parent / "run.json"
+        info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+        if model_dir is None:
+            if "model" not in info:
+                raise FileNotFoundError(f"{info_path} names no model: pass --model")
+            model_dir = Path(info["model"])
+        thinking = bool(info.get("harness", {}).get("enable_thinking", True))
+    records = [record for file in files for record in read_parquet(file)]  # dropped ones too
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     model, tokenizer = load_checkpoint(model_dir, dtype="float32")
-    return audit(records, Renderer(tokenizer, enable_thinking=thinking), model)
+    renderer = Renderer(tokenizer, enable_thinking=thinking)
+    return audit(records, renderer, model, model_version=model_version)

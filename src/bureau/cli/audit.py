@@ -14,10 +14,18 @@ audit_app = typer.Typer(help="Audit stored runs.", no_args_is_help=True)
 @audit_app.command("tito")
 def audit_tito(
     run: Annotated[
-        Path, typer.Argument(help="A run folder with trajectories.parquet, or the file itself.")
+        Path,
+        typer.Argument(
+            help="A run folder (trajectories.parquet, or a `bureau train` run's trajectories/), "
+            "or a Parquet file."
+        ),
     ],
     model: Annotated[
-        Path | None, typer.Option(help="Checkpoint for the logprob check (default: run.json's).")
+        Path | None,
+        typer.Option(
+            help="Checkpoint for the logprob check (default: run.json's, or a train run's "
+            "starting model, for what version 0 sampled)."
+        ),
     ] = None,
     report: Annotated[Path | None, typer.Option(help="Also write the report as JSON here.")] = None,
 ) -> None:

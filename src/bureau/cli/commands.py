@@ -175,6 +175,41 @@ def print_grade_summary(name: str, summary: CheckSummary) -> None:
         console.print(f"... and {len(bad) - 50} more (see --report)")
 
 
+def run_overlap(
+    first: Path, second: Path, threshold: float, fail_on: str | None, report: Path | None
+) -> int:
+    """`bureau tasks overlap`: the table, the examples, and exit 1 at the `fail_on` level."""
+    from rich.table import Table
+
+    from bureau.checks.overlap import find_overlap, load_instructions
+
+    try:
+        a, b = load_instructions(first), load_instructions(second)
+    except TaskFormatErrors as exc:
+        for error in exc.errors:
+            console.print(f"[red]error:[/] {error}")
+        return 2
+    labels = {"first_label": str(first), "second_label": str(second)}
+    found = find_overlap(a, b, threshold=threshold, **labels)
+    table = Table(title=f"{second} against {first}: {len(b)} tasks against {len(a)}")
+    for column in ("template", "tasks", "exact", "same but for names", f"near (>= {threshold})"):
+        table.add_column(column, justify="left" if column == "template" else "right")
+    for name, row in sorted(found.templates.items()):
+        table.add_row(name, str(row.tasks), str(row.exact), str(row.masked), str(row.near))
+    table.add_row(
+        "all", str(len(b)), str(len(found.exact)), str(len(found.masked)), str(len(found.near))
+    )
+    console.print(table)
+    for label, pairs in (("exact", found.exact), ("same but for names", found.masked)):
+        for pair in pairs[:5]:
+            console.print(f"  {label}: {pair.task} = {pair.other}", highlight=False)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(found.to_dict(), indent=2) + "\n", encoding="utf-8")
+    counts = {"exact": len(found.exact), "masked": len(found.masked), "near": len(found.near)}
+    return 1 if fail_on is not None and counts[fail_on] else 0
+
+
 def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
     try:
         summary = grade(root, mode, jobs)  # type: ignore[arg-type]  # validated by the CLI enum

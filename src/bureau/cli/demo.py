@@ -47,8 +47,15 @@ def run_demo(out: Path, seed: int, jobs: int) -> int:
             ok = ok and code == 0
         ok = _run_rl(out, results, seed, jobs) and ok
     (out / "demo-summary.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    verdict = "[green]all checks passed[/]" if ok else "[red]some tasks are broken[/]"
-    console.print(f"{verdict}; summary in {out / 'demo-summary.json'}")
+    checks = "[green]every task check passed[/]" if ok else "[red]some tasks are broken[/]"
+    rl = results.get("rl")
+    if rl is None:
+        learned = "RL did not run"
+    elif rl.get("improved"):
+        learned = "[green]RL improved held-out Pass@1[/]"
+    else:
+        learned = "[red]RL did not improve held-out Pass@1 on this run[/]"
+    console.print(f"{checks}; {learned}; summary in {out / 'demo-summary.json'}")
     return 0 if ok else 1
 
 
@@ -60,6 +67,7 @@ def _run_rl(out: Path, results: dict[str, Any], seed: int, jobs: int) -> bool:
         return True
     from bureau.cli.demo_rl import run_demo_rl
 
-    # A measurement, not a check: the demo fails only if a stage breaks (an exception).
+    # A measurement, not a check: the demo fails only if a stage breaks (an exception); whether
+    # RL improved held-out Pass@1 is the verdict of the summary and of the final line.
     run_demo_rl(out, results, seed=seed, jobs=jobs)
     return True

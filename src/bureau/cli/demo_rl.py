@@ -168,16 +168,23 @@ def run_demo_rl(
     walls["rl"] = time.perf_counter() - t
     evals = json.loads((config.out / "evals.json").read_text())
     before, after = evals[0], evals[-1]
-    improved = summarize(before, after, steps, walls, time.perf_counter() - started)
+    verdict = summarize(before["report"], after["report"], seed=seed)
+    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
+    wall = time.perf_counter() - started
+    console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
+    audit_line = _audit(config.out)
     results["rl"] = {
-        "improved": improved,
+        "improved": verdict.improved,
+        "verdict": verdict.line,
         "before": _headline(before),
         "after": _headline(after),
+        "comparison": verdict.comparison,
+        "audit": audit_line,
         "steps": steps,
         "wall_s": walls,
         "run": str(config.out),
     }
-    return improved
+    return verdict.improved
 
 
 def _headline(result: dict[str, Any]) -> dict[str, Any]:
@@ -185,25 +192,70 @@ def _headline(result: dict[str, Any]) -> dict[str, Any]:
     return {k: result.get(k) for k in keys}
 
 
-def summarize(
-    before: dict[str, Any], after: dict[str, Any], steps: int, walls: dict[str, float], wall: float
-) -> bool:
-    """Print the before/after table; True when Pass@1 rose with disjoint 95% intervals."""
-    table = Table(title=f"held-out Pass@1 ({TEMPLATE}, eval worlds)")
-    for column in ("", "Pass@1", "95% interval", "mean reward", "attempts"):
-        table.add_column(column)
-    for name, r in (("before RL", before), ("after RL", after)):
-        table.add_row(
-            name,
-            f"{r['pass_at_1']:.3f}",
-            f"[{r['pass_at_1_low']:.3f}, {r['pass_at_1_high']:.3f}]",
-            f"{r['reward']:.3f}",
-            str(r["graded"]),
-        )
-    gain = after["pass_at_1"] - before["pass_at_1"]
-    disjoint = after["pass_at_1_low"] > before["pass_at_1_high"]
-    table.add_row("difference", f"{gain:+.3f}", "disjoint" if disjoint else "overlapping", "", "")
+def _audit(run: Path) -> str:
+    """`bureau audit tito RUN` on the RL run: its first line, printed."""
+    from bureau.audit.tito import audit_run
+
+    report = audit_run(run, None)
+    for line in report.lines()[:4]:
+        console.print(f"audit tito: {line}", highlight=False, markup=False)
+    return report.lines()[0]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    improved: bool
+    """The paired per-task difference in held-out Pass@1 is above 0 with 95% confidence."""
+    line: str
+    comparison: dict[str, Any]
+
+
+def summarize(before: dict[str, Any], after: dict[str, Any], *, seed: int) -> Verdict:
+    """Print held-out Pass@1 before and after RL, overall and per template, with intervals
+    that resample tasks and the paired per-task difference; then the verdict, which says no
+    when the difference's interval does not lie above 0."""
+    from bureau.evaluation.report import EvalReport, compare_reports
+
+    first, last = EvalReport.model_validate(before), EvalReport.model_validate(after)
+    compared = compare_reports(last, first, seed=seed)
+    table = Table(title="held-out Pass@1 (eval worlds, prompts never trained on), 95% intervals")
+    for column in ("", "tasks", "before RL", "after RL", "paired difference"):
+        table.add_column(column, justify="left" if not column else "right")
+
+    def cell(group: Any) -> str:
+        rate = group.pass_at_1
+        return "-" if rate.rate is None else f"{rate.rate:.3f} [{rate.low:.3f}, {rate.high:.3f}]"
+
+    rows = [("overall", first.overall, last.overall, compared.overall)]
+    rows += [
+        (name, first.templates[name], last.templates[name], compared.templates[name])
+        for name in sorted(compared.templates)
+        if name in first.templates and name in last.templates
+    ]
+    for name, a, b, paired in rows:
+        found = paired.pass_at_1
+        difference = (
+            "-" if found is None
+            else f"{found.difference:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"
+        )  # fmt: skip
+        table.add_row(name, str(b.tasks), cell(a), cell(b), difference)
     console.print(table)
-    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
-    console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
-    return gain > 0 and disjoint
+    overall = compared.overall.pass_at_1
+    if overall is None:
+        line = "RL: no held-out task was graded both before and after; nothing to compare"
+        improved = False
+    else:
+        improved = overall.low > 0
+        change = (
+            f"{overall.before:.3f} -> {overall.after:.3f}, paired difference "
+            f"{overall.difference:+.3f} [{overall.low:+.3f}, {overall.high:+.3f}] over "
+            f"{overall.tasks} tasks"
+        )
+        if improved:
+            line = f"RL improved held-out Pass@1 on this run: {change}"
+        elif overall.high < 0:
+            line = f"RL made held-out Pass@1 worse on this run: {change}"
+        else:
+            line = f"RL did not show an improvement of held-out Pass@1 on this run: {change}"
+    console.print(f"[{'green' if improved else 'red'}]{line}[/]", highlight=False)
+    return Verdict(improved, line, compared.model_dump(mode="json"))

@@ -19,7 +19,13 @@ import typer
 from bureau.cli.options import FaultsOption, SetOverrides, fault_overrides
 
 if TYPE_CHECKING:
-    from bureau.evaluation.report import EvalReport, GroupReport, MeanEstimate, RateEstimate
+    from bureau.evaluation.report import (
+        EvalReport,
+        GroupReport,
+        MeanEstimate,
+        RateEstimate,
+        ReportComparison,
+    )
     from bureau.evaluation.run import EvalConfig, EvalRun
 
 
@@ -70,12 +76,21 @@ def eval_command(
         int | None,
         typer.Option(help="Bootstrap seed; also seeds each attempt's sampling (distinct seeds)."),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            help="An earlier eval.json (or its run folder) on the same tasks: report the paired "
+            "per-task difference to it (comparison.json)."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model on a dataset: k attempts per task, in sandboxes, graded by the rubrics.
 
-    Reports Pass@1 (every criterion passed) and mean reward, overall and per domain, with 95%
-    intervals, and pass@k for k > 1. System errors of the machinery are counted apart and left
-    out of the rates; failures of the agent are graded zeros. Exits 1 when nothing was graded.
+    Reports Pass@1 (every criterion passed) and mean reward, overall, per domain and per
+    template, with 95% intervals that resample tasks, and pass@k for k > 1. System errors of the
+    machinery are counted apart and left out of the rates; failures of the agent are graded
+    zeros. With --baseline, also the paired per-task difference to an earlier eval. Exits 1 when
+    nothing was graded.
     """
     from bureau.cli.commands import console
 
@@ -89,11 +104,70 @@ def eval_command(
         "seed": seed,
     }
     config = eval_config(flags, harness_config, [*fault_overrides(faults), *(set_ or [])])
+    before = _baseline(baseline) if baseline is not None else None
     out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
     run = run_with_progress(dataset, model, config, out, "eval trials")
     print_report(run.report)
     console.print(f"{run.out / 'eval.json'} written in {run.wall_time_s:.1f} s")
+    if before is not None:
+        import json
+
+        from bureau.evaluation.report import compare_reports
+
+        compared = compare_reports(
+            run.report, before, seed=run.report.seed, resamples=run.report.resamples
+        )
+        print_comparison(compared, f"this eval minus {baseline}")
+        path = run.out / "comparison.json"
+        document = {"baseline": str(baseline), **compared.model_dump(mode="json")}
+        path.write_text(json.dumps(document, indent=2) + "\n")
+        console.print(f"{path} written")
     raise typer.Exit(0 if run.report.overall.graded else 1)
+
+
+def _baseline(path: Path) -> EvalReport:
+    """The baseline's report, read before the run so a wrong path costs nothing."""
+    from bureau.cli.commands import console
+    from bureau.evaluation.run import read_eval_report
+
+    try:
+        return read_eval_report(path)
+    except ValueError as exc:
+        console.print(f"error: --baseline: {exc}", markup=False)
+        raise typer.Exit(2) from exc
+
+
+def print_comparison(compared: ReportComparison, title: str) -> None:
+    """The paired differences, overall, per domain and per template, as a table."""
+    from rich.table import Table
+
+    from bureau.cli.commands import console
+
+    table = Table(title=f"{title}: paired per task, 95% intervals over tasks")
+    for column in ("", "tasks", "Pass@1 before", "Pass@1 after", "difference", "interval"):
+        table.add_column(column, justify="left" if not column else "right")
+    groups = [("overall", compared.overall), *compared.domains.items()]
+    groups += list(compared.templates.items())
+    for name, group in groups:
+        found = group.pass_at_1
+        if found is None:
+            continue
+        mark = " *" if found.excludes_zero else ""
+        table.add_row(
+            name,
+            str(found.tasks),
+            f"{found.before:.3f}",
+            f"{found.after:.3f}",
+            f"{found.difference:+.3f}{mark}",
+            f"[{found.low:+.3f}, {found.high:+.3f}]",
+        )
+    console.print(table)
+    console.print("* the interval excludes 0", highlight=False)
+    if compared.tasks_only_before or compared.tasks_only_after:
+        console.print(
+            f"[yellow]not paired:[/] {compared.tasks_only_before} task(s) only in the baseline, "
+            f"{compared.tasks_only_after} only in this eval"
+        )
 
 
 def eval_config(
@@ -220,12 +294,14 @@ def print_report(report: EvalReport) -> None:
     from bureau.cli.commands import console
 
     levels = [k for k in report.overall.pass_at_k if k != "1"]
-    table = Table(title=f"eval: {len(report.tasks)} tasks, k = {report.k}, 95% intervals")
+    table = Table(
+        title=f"eval: {len(report.tasks)} tasks, k = {report.k}, 95% intervals over tasks"
+    )
     for column in ("", "tasks", "graded", "excluded", "Pass@1", "mean reward"):
         table.add_column(column, justify="left" if not column else "right")
     for level in levels:
         table.add_column(f"pass@{level}", justify="right")
-    groups = [("overall", report.overall), *report.domains.items()]
+    groups = [("overall", report.overall), *report.domains.items(), *report.templates.items()]
     for name, group in groups:
         table.add_row(
             name,

@@ -156,6 +156,34 @@ def tasks_grade(
     raise typer.Exit(run_grade(dataset, answers.value, jobs, report))
 
 
+class OverlapLevel(StrEnum):
+    exact = "exact"
+    masked = "masked"
+    near = "near"
+    never = "never"
+
+
+@tasks_app.command("overlap")
+def tasks_overlap(
+    first: Annotated[Path, typer.Argument(help="The first dataset (the training set).")],
+    second: Annotated[Path, typer.Argument(help="The second dataset (the evaluation set).")],
+    threshold: Annotated[
+        float, typer.Option(min=0.01, max=1.0, help="Word 3-gram Jaccard of a near duplicate.")
+    ] = 0.8,
+    fail_on: Annotated[
+        OverlapLevel,
+        typer.Option(help="Exit 1 if any task of SECOND overlaps FIRST at this level or closer."),
+    ] = OverlapLevel.exact,
+    report: Annotated[Path | None, typer.Option(help="Write the results as JSON here.")] = None,
+) -> None:
+    """Instructions of SECOND that repeat FIRST's: exact, the same but for the worlds' own names,
+    or near (3-gram Jaccard of the name-masked texts); per template, with examples."""
+    from bureau.cli.commands import run_overlap
+
+    level = None if fail_on is OverlapLevel.never else fail_on.value
+    raise typer.Exit(run_overlap(first, second, threshold, level, report))
+
+
 class AgentChoice(StrEnum):
     oracle = "oracle"
     nop = "nop"

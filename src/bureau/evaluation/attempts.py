@@ -44,17 +44,18 @@ def agent_is_to_blame(status: str, agent_started: bool) -> bool:
     return status in AGENT_KINDS or (agent_started and status in AGENT_PHASE_KINDS)
 
 
-def attempt_from_trial(result: TrialResult, domain: str) -> AttemptRow:
+def attempt_from_trial(result: TrialResult, domain: str, template: str | None = None) -> AttemptRow:
     """The eval row of one finished trial."""
+    name = result.task_name
     if result.system_error:
         if agent_is_to_blame(result.status, result.agent_execution.started_at is not None):
-            return AttemptRow(result.task_name, domain, False, 0.0, agent_failure=result.status)
-        return AttemptRow(result.task_name, domain, None, None, system_error=result.status)
+            return AttemptRow(
+                name, domain, False, 0.0, agent_failure=result.status, template=template
+            )
+        return AttemptRow(name, domain, None, None, system_error=result.status, template=template)
     if result.reward is None:  # `completed` without a reward is a bug in bureau, not a zero
-        return AttemptRow(
-            result.task_name, domain, None, None, system_error=SystemErrorKind.internal_error.value
-        )
+        error = SystemErrorKind.internal_error.value
+        return AttemptRow(name, domain, None, None, system_error=error, template=template)
     values = (result.verifier_result or {}).get("rewards") or {}
-    return AttemptRow(
-        result.task_name, domain, verifier_passed(values, result.reward), result.reward
-    )
+    passed = verifier_passed(values, result.reward)
+    return AttemptRow(name, domain, passed, result.reward, template=template)

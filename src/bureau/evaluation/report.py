@@ -1,5 +1,5 @@
-"""From per-attempt results to an eval report: Pass@1, mean reward and pass@k, overall and per
-domain, each with a 95% interval.
+"""From per-attempt results to an eval report: Pass@1, mean reward and pass@k, overall, per
+domain and per template, each with a 95% interval; and the paired comparison of two reports.
 
 The input is a neutral row per attempt (`AttemptRow`: task, domain, passed, reward, system
 error), so `bureau eval` and the RL loop's own rollouts are summarized by the same function. A
@@ -8,16 +8,23 @@ verdict, is counted by kind and left out of every rate. Everything the agent did
 crashing its own tools or running out of time, is a graded failure by then (see
 `bureau.evaluation.attempts`), so a policy cannot improve its score by breaking things.
 
-Intervals: a Wilson score interval for Pass@1 (over graded attempts, which treats the attempts
-at one task as independent), a seeded percentile bootstrap over attempts for the mean reward,
-and one over tasks for pass@k (the per-task unbiased estimate, averaged over the tasks with at
-least k graded attempts). `pass_at_1_excluded_as_failed` is the lower bound that counts every
-excluded attempt as a failure: when it drifts away from Pass@1, the exclusions matter.
+Intervals resample tasks, the independent unit (the attempts at one task share its difficulty):
+a seeded cluster bootstrap for Pass@1 and the mean reward (pooled over graded attempts, each
+resample drawing whole tasks), and a bootstrap over tasks for pass@k (the per-task unbiased
+estimate, averaged over the tasks with at least k graded attempts).
+`pass_at_1_excluded_as_failed` is the lower bound that counts every excluded attempt as a
+failure: when it drifts away from Pass@1, the exclusions matter.
+
+`compare_reports(after, before)` pairs two reports on the tasks both graded: per task the
+difference in Pass@1 (and mean reward), averaged over tasks, with an interval that resamples
+tasks. Comparing the same tasks keeps the spread between easy and hard tasks out of the
+difference, so a real change shows with fewer tasks than two separate intervals need.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,9 +32,18 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from bureau.evaluation.stats import bootstrap_mean_interval, k_levels, pass_at_k, wilson_interval
+from bureau.evaluation.stats import (
+    PairedDifference,
+    bootstrap_mean_interval,
+    k_levels,
+    paired_difference,
+    pass_at_k,
+    percentile,
+    task_bootstrap_rate,
+)
 
-REPORT_FORMAT: Literal["bureau-eval-report/1"] = "bureau-eval-report/1"
+REPORT_FORMAT: Literal["bureau-eval-report/2"] = "bureau-eval-report/2"
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
@@ -45,6 +61,8 @@ class AttemptRow:
     """The kind of machinery failure that left this attempt without a verdict."""
     agent_failure: str | None = None
     """Why a graded failure never reached the verifier (agent_timeout, ...), for diagnostics."""
+    template: str | None = None
+    """The task's template (`law.starter_register_value`), when the dataset records one."""
 
     def __post_init__(self) -> None:
         if self.system_error is not None:
@@ -62,7 +80,7 @@ class AttemptRow:
 
 
 class RateEstimate(BaseModel):
-    """A rate with its Wilson interval; `rate` is None when nothing was counted."""
+    """A rate with its task-resampled interval; `rate` is None when nothing was counted."""
 
     successes: int
     n: int
@@ -72,7 +90,7 @@ class RateEstimate(BaseModel):
 
 
 class MeanEstimate(BaseModel):
-    """A mean with its percentile-bootstrap interval; all None when there are no values."""
+    """A mean with its task-resampled percentile-bootstrap interval; all None without values."""
 
     n: int
     mean: float | None
@@ -101,6 +119,7 @@ class TaskReport(BaseModel):
 
     task: str
     domain: str
+    template: str | None = None
     attempts: int
     graded: int
     passes: int
@@ -113,14 +132,18 @@ class TaskReport(BaseModel):
 class EvalReport(BaseModel):
     """Overall, per-domain and per-task results; `model_dump(mode="json")` is JSON-ready."""
 
-    format: Literal["bureau-eval-report/1"] = REPORT_FORMAT
+    format: Literal["bureau-eval-report/2"] = REPORT_FORMAT
     k: int
     """Attempts per task that pass@k is reported up to."""
     seed: int
     resamples: int
-    z: float
+    confidence: float = CONFIDENCE
+    interval: Literal["task-bootstrap"] = "task-bootstrap"
+    """How every interval is made: a percentile bootstrap that resamples tasks."""
     overall: GroupReport
     domains: dict[str, GroupReport]
+    templates: dict[str, GroupReport] = {}
+    """Per template, for the tasks whose template is known."""
     tasks: list[TaskReport]
     tasks_all_excluded: list[str]
     """Tasks that have attempts but no graded one: they count in no rate."""
@@ -132,7 +155,7 @@ def summarize_attempts(
     seed: int,
     k: int | None = None,
     resamples: int = 2000,
-    z: float = 1.96,
+    confidence: float = CONFIDENCE,
 ) -> EvalReport:
     """Summarize attempts into an `EvalReport`.
 
@@ -143,26 +166,37 @@ def summarize_attempts(
     for row in rows:
         by_task.setdefault(row.task, []).append(row)
     for task, attempts in by_task.items():
-        domains = {row.domain for row in attempts}
-        if len(domains) > 1:
-            raise ValueError(f"task {task} has attempts in several domains: {sorted(domains)}")
+        for what, values in (
+            ("domains", {row.domain for row in attempts}),
+            ("templates", {row.template for row in attempts}),
+        ):
+            if len(values) > 1:
+                found = sorted(map(str, values))
+                raise ValueError(f"task {task} has attempts in several {what}: {found}")
     if k is None:
         k = max((len(attempts) for attempts in by_task.values()), default=1)
     levels = k_levels(k) if k > 1 else []
     domain_names = sorted({attempts[0].domain for attempts in by_task.values()})
+    template_names = sorted({a[0].template for a in by_task.values() if a[0].template})
 
     def group(tasks: dict[str, list[AttemptRow]]) -> GroupReport:
-        return _summarize_group(tasks, seed=seed, levels=levels, resamples=resamples, z=z)
+        return _summarize_group(
+            tasks, seed=seed, levels=levels, resamples=resamples, confidence=confidence
+        )
 
     return EvalReport(
         k=k,
         seed=seed,
         resamples=resamples,
-        z=z,
+        confidence=confidence,
         overall=group(by_task),
         domains={
             name: group({t: a for t, a in by_task.items() if a[0].domain == name})
             for name in domain_names
+        },
+        templates={
+            name: group({t: a for t, a in by_task.items() if a[0].template == name})
+            for name in template_names
         },
         tasks=[_task_report(task, attempts) for task, attempts in by_task.items()],
         tasks_all_excluded=[t for t, a in by_task.items() if all(r.excluded for r in a)],
@@ -175,11 +209,15 @@ def _summarize_group(
     seed: int,
     levels: Sequence[int],
     resamples: int,
-    z: float,
+    confidence: float,
 ) -> GroupReport:
     rows = [row for attempts in tasks.values() for row in attempts]
     graded = [row for row in rows if not row.excluded]
-    passes = sum(bool(row.passed) for row in graded)
+    graded_by_task = [[r for r in attempts if not r.excluded] for attempts in tasks.values()]
+
+    def rate(per_task: list[tuple[int, int]]) -> RateEstimate:
+        return _rate(per_task, seed, resamples, confidence)
+
     pass_at = {}
     for level in levels:
         per_task = [
@@ -187,34 +225,70 @@ def _summarize_group(
             for g in ([r for r in attempts if not r.excluded] for attempts in tasks.values())
             if len(g) >= level
         ]
-        pass_at[str(level)] = _mean(per_task, seed, resamples)
+        pass_at[str(level)] = _mean(per_task, seed, resamples, confidence)
+    rewards = [[float(r.reward or 0.0) for r in g] for g in graded_by_task if g]
     return GroupReport(
         tasks=len(tasks),
         attempts=len(rows),
         graded=len(graded),
         excluded=len(rows) - len(graded),
-        pass_at_1=_rate(passes, len(graded), z),
-        mean_reward=_mean([float(row.reward or 0.0) for row in graded], seed, resamples),
-        pass_at_1_excluded_as_failed=_rate(passes, len(rows), z),
+        pass_at_1=rate([(sum(bool(r.passed) for r in g), len(g)) for g in graded_by_task]),
+        mean_reward=_pooled_mean(rewards, seed, resamples, confidence),
+        pass_at_1_excluded_as_failed=rate(
+            [
+                (sum(bool(r.passed) for r in attempts if not r.excluded), len(attempts))
+                for attempts in tasks.values()
+            ]
+        ),
         pass_at_k=pass_at,
         system_errors=_count(row.system_error for row in rows),
         agent_failures=_count(row.agent_failure for row in graded),
     )
 
 
-def _rate(successes: int, n: int, z: float) -> RateEstimate:
-    low, high = wilson_interval(successes, n, z)
+def _rate(
+    per_task: list[tuple[int, int]], seed: int, resamples: int, confidence: float
+) -> RateEstimate:
+    successes, n = sum(s for s, _ in per_task), sum(m for _, m in per_task)
+    interval = task_bootstrap_rate(per_task, seed, resamples, confidence) or (0.0, 1.0)
     return RateEstimate(
-        successes=successes, n=n, rate=successes / n if n else None, low=low, high=high
+        successes=successes,
+        n=n,
+        rate=successes / n if n else None,
+        low=interval[0],
+        high=interval[1],
     )
 
 
-def _mean(values: Sequence[float], seed: int, resamples: int) -> MeanEstimate:
-    interval = bootstrap_mean_interval(values, seed, resamples)
+def _mean(values: Sequence[float], seed: int, resamples: int, confidence: float) -> MeanEstimate:
+    """One value per task: a bootstrap over those values."""
+    interval = bootstrap_mean_interval(values, seed, resamples, confidence)
     if interval is None:
         return MeanEstimate(n=0, mean=None, low=None, high=None)
     return MeanEstimate(
         n=len(values), mean=math.fsum(values) / len(values), low=interval[0], high=interval[1]
+    )
+
+
+def _pooled_mean(
+    per_task: list[list[float]], seed: int, resamples: int, confidence: float
+) -> MeanEstimate:
+    """The mean over every value, with an interval that resamples whole tasks."""
+    values = [v for task in per_task for v in task]
+    if not values:
+        return MeanEstimate(n=0, mean=None, low=None, high=None)
+    rng = random.Random(seed)
+    means = []
+    for _ in range(resamples):
+        sample = rng.choices(per_task, k=len(per_task))
+        means.append(math.fsum(v for task in sample for v in task) / sum(map(len, sample)))
+    means.sort()
+    alpha = (1.0 - confidence) / 2
+    return MeanEstimate(
+        n=len(values),
+        mean=math.fsum(values) / len(values),
+        low=percentile(means, alpha),
+        high=percentile(means, 1.0 - alpha),
     )
 
 
@@ -227,6 +301,7 @@ def _task_report(task: str, attempts: list[AttemptRow]) -> TaskReport:
     return TaskReport(
         task=task,
         domain=attempts[0].domain,
+        template=attempts[0].template,
         attempts=len(attempts),
         graded=len(graded),
         passes=sum(bool(row.passed) for row in graded),
@@ -235,3 +310,94 @@ def _task_report(task: str, attempts: list[AttemptRow]) -> TaskReport:
         system_errors=[row.system_error for row in attempts],
         agent_failures=[row.agent_failure for row in attempts],
     )
+
+
+class PairedEstimate(BaseModel):
+    """`after` minus `before` over the tasks both graded, with its task-resampled interval."""
+
+    tasks: int
+    before: float
+    after: float
+    difference: float
+    low: float
+    high: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+class PairedGroup(BaseModel):
+    pass_at_1: PairedEstimate | None
+    mean_reward: PairedEstimate | None
+
+
+class ReportComparison(BaseModel):
+    """Two reports of the same tasks compared task by task, overall, per domain and template."""
+
+    seed: int
+    resamples: int
+    confidence: float
+    overall: PairedGroup
+    domains: dict[str, PairedGroup]
+    templates: dict[str, PairedGroup]
+    tasks_only_before: int
+    tasks_only_after: int
+
+
+def compare_reports(
+    after: EvalReport, before: EvalReport, *, seed: int, resamples: int = 2000
+) -> ReportComparison:
+    """The paired per-task difference of `after` over `before` (see the module docstring)."""
+    confidence = after.confidence
+    mine = {t.task: t for t in after.tasks}
+    theirs = {t.task: t for t in before.tasks}
+
+    def pairs(task: TaskReport, field: Literal["passed", "reward"]) -> list[tuple[str, float]]:
+        out = []
+        outcomes = zip(task.passed, task.rewards, task.system_errors, strict=True)
+        for passed, reward, error in outcomes:
+            if error is None:
+                out.append((task.task, float(bool(passed)) if field == "passed" else reward or 0.0))
+        return out
+
+    def paired(names: list[str], field: Literal["passed", "reward"]) -> PairedEstimate | None:
+        a = [p for name in names for p in pairs(mine[name], field)]
+        b = [p for name in names for p in pairs(theirs[name], field)]
+        found: PairedDifference | None = paired_difference(a, b, seed, resamples, confidence)
+        if found is None:
+            return None
+        shared = {t for t, _ in a} & {t for t, _ in b}
+        return PairedEstimate(
+            tasks=found.tasks,
+            before=_task_mean([p for p in b if p[0] in shared]),
+            after=_task_mean([p for p in a if p[0] in shared]),
+            difference=found.mean,
+            low=found.low,
+            high=found.high,
+        )
+
+    def group(names: list[str]) -> PairedGroup:
+        return PairedGroup(pass_at_1=paired(names, "passed"), mean_reward=paired(names, "reward"))
+
+    both = sorted(mine.keys() & theirs.keys())
+    domains = sorted({mine[t].domain for t in both})
+    templates = sorted({name for t in both if (name := mine[t].template)})
+    return ReportComparison(
+        seed=seed,
+        resamples=resamples,
+        confidence=confidence,
+        overall=group(both),
+        domains={d: group([t for t in both if mine[t].domain == d]) for d in domains},
+        templates={n: group([t for t in both if mine[t].template == n]) for n in templates},
+        tasks_only_before=len(theirs.keys() - mine.keys()),
+        tasks_only_after=len(mine.keys() - theirs.keys()),
+    )
+
+
+def _task_mean(pairs: list[tuple[str, float]]) -> float:
+    """The mean over tasks of each task's mean value (each task weighs the same)."""
+    values: dict[str, list[float]] = {}
+    for task, value in pairs:
+        values.setdefault(task, []).append(value)
+    return math.fsum(math.fsum(v) / len(v) for v in values.values()) / len(values)

@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from bureau.config import StrictModel, dump_resolved_config
 from bureau.evaluation.attempts import attempt_from_trial
@@ -35,7 +35,8 @@ from bureau.trials.agents import Agent, AgentContext, AgentResult
 from bureau.trials.faults import FaultConfig
 
 EVAL_FILE = "eval.json"
-EVAL_FORMAT = "bureau-eval/1"
+EVAL_FORMAT = "bureau-eval/2"
+"""/2: intervals resample tasks; per-template groups."""
 VERSIONED = ("bureau", "torch", "transformers", "mcp", "vllm")
 
 
@@ -63,8 +64,6 @@ class EvalConfig(StrictModel):
     harness.seed is unset."""
     bootstrap_resamples: int = Field(2000, ge=1)
     """Resamples of each bootstrap interval."""
-    z: float = Field(1.96, gt=0)
-    """Normal quantile of the Wilson intervals (1.96: 95%)."""
     harness: HarnessConfig = Field(default_factory=HarnessConfig)
     """Harness limits and sampling."""
     retries: int = Field(2, ge=0)
@@ -82,6 +81,8 @@ class EvalConfig(StrictModel):
 class EvalTask:
     task: TaskDir
     domain: str
+    template: str | None = None
+    """task.toml's `[metadata] template`, when the generator wrote one."""
 
 
 def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
@@ -103,7 +104,14 @@ def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
         task = load_task_dir(path)
         require_runnable(task)
         domain = task.config.metadata.get("domain")
-        tasks.append(EvalTask(task, domain if isinstance(domain, str) else manifest_domain))
+        template = task.config.metadata.get("template")
+        tasks.append(
+            EvalTask(
+                task,
+                domain if isinstance(domain, str) else manifest_domain,
+                template if isinstance(template, str) else None,
+            )
+        )
     return tasks
 
 
@@ -172,7 +180,7 @@ def run_eval(
     rows, sandboxes = _run_trials(tasks, model, config, out, on_result or (lambda: None))
     seed = config.seed if config.seed is not None else 0
     report = summarize_attempts(
-        rows, seed=seed, k=config.attempts, resamples=config.bootstrap_resamples, z=config.z
+        rows, seed=seed, k=config.attempts, resamples=config.bootstrap_resamples
     )
     wall = time.perf_counter() - started
     document: dict[str, Any] = {
@@ -188,6 +196,24 @@ def run_eval(
     }
     (out / EVAL_FILE).write_text(json.dumps(document, indent=2) + "\n")
     return EvalRun(report, rows, wall, out)
+
+
+def read_eval_report(path: Path) -> EvalReport:
+    """The report of an `eval.json` that `run_eval` wrote (a run folder or the file itself);
+    ValueError naming the file when it is not one, or of another format."""
+    file = path / EVAL_FILE if path.is_dir() else path
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{file}: not a readable eval.json ({exc})") from exc
+    if not isinstance(document, dict) or document.get("format") != EVAL_FORMAT:
+        found = document.get("format") if isinstance(document, dict) else None
+        raise ValueError(f"{file}: format {found!r}, expected {EVAL_FORMAT!r} (rerun the eval)")
+    fields = {k: v for k, v in document.items() if k in EvalReport.model_fields and k != "format"}
+    try:
+        return EvalReport.model_validate(fields)
+    except ValidationError as exc:
+        raise ValueError(f"{file}: {exc}") from exc
 
 
 def versions() -> dict[str, str | None]:
@@ -283,6 +309,11 @@ def _run_trials(
         runtime.close()
     records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
     write_parquet(records, out / "trajectories.parquet")
-    domains = {t.task.name: t.domain for t in tasks}
-    rows = [attempt_from_trial(result, domains[result.task_name]) for result in results]
+    by_name = {t.task.name: t for t in tasks}
+    rows = [
+        attempt_from_trial(
+            result, by_name[result.task_name].domain, by_name[result.task_name].template
+        )
+        for result in results
+    ]
     return rows, runtime.enforcement

@@ -1,5 +1,7 @@
-"""Interval estimates for an eval: Wilson score intervals for pass rates, seeded percentile
-bootstrap intervals for means, and the unbiased pass@k estimator.
+"""Interval estimates for an eval: seeded percentile bootstrap intervals that resample tasks
+(the independent unit: the attempts at one task share its difficulty), paired per-task
+differences between two evals of the same tasks, Wilson score intervals, and the unbiased pass@k
+estimator.
 
 All functions are pure and deterministic (the bootstrap takes its seed), so the same attempts
 always give the same report, whether they come from `bureau eval` or from the RL loop.
@@ -10,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -67,6 +70,34 @@ def bootstrap_mean_interval(
     return percentile(means, alpha), percentile(means, 1.0 - alpha)
 
 
+def task_bootstrap_rate(
+    per_task: Sequence[tuple[int, int]], seed: int, resamples: int = 2000, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """A cluster bootstrap interval for a pooled rate over tasks.
+
+    `per_task` holds (successes, attempts) per task. The rate is sum(successes)/sum(attempts);
+    each resample draws len(tasks) tasks with replacement (all of a task's attempts go together)
+    and takes that ratio, and the interval is the (1-c)/2 and (1+c)/2 quantiles. Treating the
+    attempts at one task as independent (a Wilson interval over attempts) would understate the
+    spread whenever tasks differ in difficulty. None when no task has an attempt.
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    tasks = [(s, n) for s, n in per_task if n > 0]
+    if any(not 0 <= s <= n for s, n in tasks):
+        raise ValueError(f"need 0 <= successes <= attempts per task, got {per_task}")
+    if not tasks:
+        return None
+    rng = random.Random(seed)
+    rates = []
+    for _ in range(resamples):
+        sample = rng.choices(tasks, k=len(tasks))
+        rates.append(sum(s for s, _ in sample) / sum(n for _, n in sample))
+    rates.sort()
+    alpha = (1.0 - confidence) / 2
+    return percentile(rates, alpha), percentile(rates, 1.0 - alpha)
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The unbiased estimate of pass@k from `n` attempts of which `c` passed (Chen et al. 2021,
     "Evaluating Large Language Models Trained on Code"):
@@ -113,3 +144,36 @@ def paired_task_differences(
 
     mine, theirs = means(run), means(against)
     return [mine[task] - theirs[task] for task in sorted(mine.keys() & theirs.keys())]
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """`after` minus `before` on the tasks both evaluated: the mean over tasks of each task's
+    difference in mean value, with a percentile bootstrap interval that resamples tasks."""
+
+    tasks: int
+    mean: float
+    low: float
+    high: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def paired_difference(
+    after: Sequence[tuple[str, float]],
+    before: Sequence[tuple[str, float]],
+    seed: int,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+) -> PairedDifference | None:
+    """The paired per-task difference of two evals ((task, value) pairs, several attempts per
+    task allowed; see `paired_task_differences`) and its task-resampled interval; None when
+    no task is in both."""
+    differences = paired_task_differences(after, before)
+    interval = bootstrap_mean_interval(differences, seed, resamples, confidence)
+    if interval is None:
+        return None
+    mean = math.fsum(differences) / len(differences)
+    return PairedDifference(len(differences), mean, interval[0], interval[1])

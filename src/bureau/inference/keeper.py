@@ -11,8 +11,9 @@ exits by itself, the keeper kills what it left in the group and exits with its s
 owner sees the server's own exit code. As group leader for the group's whole life, the keeper
 also keeps the group id from being reused while anything of the group could still run.
 
-When the environment names a scratch folder (`BUREAU_SERVER_SCRATCH`: the server's sockets and
-temporary files), the keeper removes it once the group is gone.
+When the environment names a scratch folder (`BUREAU_SERVER_SCRATCH`: the server's log, sockets
+and temporary files) and the owner dies, the keeper removes it once the group is gone (a live
+owner removes it itself, after reading the log).
 
 The owner stops a server by signalling the group (the keeper ignores SIGTERM and waits for
 its child like everyone else's parent would), then SIGKILL.
@@ -85,13 +86,6 @@ def _remove_scratch() -> None:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        return _keep(argv)
-    finally:
-        _remove_scratch()
-
-
-def _keep(argv: list[str]) -> int:
     if not argv:
         print("usage: keeper.py ARGV...", file=sys.stderr)
         return 2
@@ -115,6 +109,7 @@ def _keep(argv: list[str]) -> int:
         readable, _, _ = select.select([0], [], [], POLL_S)
         if (readable and not os.read(0, 4096)) or os.getppid() != owner:
             _end_group(child)
+            _remove_scratch()  # nobody else will: the owner is gone
             return 1
 
 

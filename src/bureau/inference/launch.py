@@ -59,7 +59,9 @@ class ServerConfig(StrictModel):
         default_factory=list, description="More server arguments, passed as they are."
     )
     log_path: Path | None = Field(
-        default=None, description="Server log file; a new temporary file when unset."
+        default=None,
+        description="Server log file; when unset, one in the server's scratch folder, which goes "
+        "when the server stops (a failed start reports the log's tail).",
     )
     startup_timeout_s: float = Field(
         default=120.0, gt=0, description="Limit for `/health` to answer after launch."
@@ -126,14 +128,12 @@ class ManagedServer(ABC):
         cfg = self.config
         self.preflight()
         self.port = free_port(cfg.host) if cfg.port is None else check_port(cfg.host, cfg.port)
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"bureau-{self.kind}-"))
         if self.log_path is None:
-            fd, name = tempfile.mkstemp(prefix=f"bureau-{self.kind}-{self.port}-", suffix=".log")
-            os.close(fd)
-            self.log_path = Path(name)
+            self.log_path = self.scratch / f"{self.kind}-{self.port}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         started = time.perf_counter()
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"bureau-{self.kind}-"))
         lifeline_in, self._lifeline = os.pipe()  # neither end is inherited by other children
         try:
             self._proc = subprocess.Popen(

@@ -144,8 +144,10 @@ class VLLMServer(ManagedServer):
             VLLM_CPU_KVCACHE_SPACE=f"{self.config.kv_cache_gib:g}",
             VLLM_SERVER_DEV_MODE="1",
         )
-        if self.scratch is not None:  # its ZeroMQ sockets, which a killed server leaves behind
-            env["VLLM_RPC_BASE_PATH"] = str(self.scratch)
+        if self.scratch is not None:
+            # Its ZeroMQ sockets and torch.distributed init files, which a killed server leaves
+            # behind, go with the scratch folder.
+            env["VLLM_RPC_BASE_PATH"] = env["TMPDIR"] = str(self.scratch)
         env.update(self.config.env)
         return env
 

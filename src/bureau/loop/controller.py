@@ -21,7 +21,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -240,12 +240,22 @@ class Controller:
                 if self.settings.stale_policy == "drop":
                     self._counters["buffer/dropped_stale"] += 1
                     self._finish_groups([group], trained=False)
+                    await self._write_dropped(group)
                     self._note_dropped(group)
                     continue
                 self._counters["buffer/kept_stale"] += 1
             self._dropped_in_a_row, self._oldest_dropped = 0, None
             taken.append(group)
         return taken, waited
+
+    async def _write_dropped(self, group: Group) -> None:
+        """Keep a group dropped as stale, marked, beside the steps' records (for the audit)."""
+        if self.trajectories_dir is None:
+            return
+        records = [replace(r.record, dropped="stale") for r in group.rollouts]
+        name = f"dropped-{self.version:06d}-g{group.position:07d}.parquet"
+        path = self.trajectories_dir / name
+        await asyncio.to_thread(write_parquet, records, path)
 
     def _note_dropped(self, group: Group) -> None:
         """Count a stale drop; too many in a row stop the run (`max_dropped_steps`)."""

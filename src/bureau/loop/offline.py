@@ -42,7 +42,8 @@ class OfflineConfig(StrictModel):
     """`bureau train-offline`: what to train, on what, for how long, and where the run goes."""
 
     trajectories: Path
-    """Parquet file of trajectory records (`bureau.records.write_parquet`)."""
+    """Parquet file of trajectory records (`bureau.records.write_parquet`), or a folder of them
+    (a `bureau train` run's `trajectories/`: the records it trained on)."""
     model: Path
     """Local Hugging Face checkpoint folder to start from."""
     out: Path
@@ -72,12 +73,12 @@ def train_offline(
     from bureau.algo.advantages import advantages_for_records
     from bureau.algo.losses import make_loss_fn, needs_reference
     from bureau.loop.sides import copy_checkpoint_extras
-    from bureau.records import read_parquet
+    from bureau.records import read_trajectories
     from bureau.trainer.data import GroupStream
     from bureau.trainer.fsdp import Parallel
     from bureau.trainer.trainer import Trainer
 
-    records = read_parquet(config.trajectories)
+    records = read_trajectories(config.trajectories)
     stream = GroupStream(records, seed=config.seed)
     parallel = Parallel.from_env() if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
     trainer_config = config.trainer.model_copy(update={"seed": config.seed})

@@ -117,8 +117,8 @@ def train(
     if resume is not None:
         version = int(checkpoints.read_loop_state(resume)["version"])
         dropped = truncate_metrics(out, version)
-        for later in sorted((out / TRAJECTORIES).glob("step-*.parquet")):
-            if int(later.stem.split("-", 1)[1]) > version:
+        for later in sorted((out / TRAJECTORIES).glob("*.parquet")):
+            if int(later.stem.split("-")[1]) > version:  # step-N, dropped-N-gP: past the resume
                 later.unlink()
         say(f"resuming from step {version} ({dropped} metric lines past it dropped)")
     tasks = load_tasks(config.data.train, config.data.train_filter)

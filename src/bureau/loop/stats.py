@@ -50,8 +50,8 @@ def rollout_metrics(rollouts: Sequence[Rollout], prefix: str) -> dict[str, Any]:
 
 
 def eval_metrics(rollouts: Sequence[Rollout], *, seed: int = 0) -> dict[str, Any]:
-    """The held-out report (`bureau.evaluation`): Pass@1 and reward with 95% intervals,
-    overall and per domain, system errors apart."""
+    """The held-out report (`bureau.evaluation`): Pass@1 and reward with 95% intervals that
+    resample tasks, overall, per domain and per template, system errors apart."""
     from bureau.evaluation.report import AttemptRow, summarize_attempts
 
     rows = [
@@ -61,12 +61,17 @@ def eval_metrics(rollouts: Sequence[Rollout], *, seed: int = 0) -> dict[str, Any
             passed=r.passed if r.reward is not None else None,
             reward=r.reward,
             system_error=r.error_kind,
+            template=r.request.task.template or None,
         )
         for r in rollouts
     ]
     report = summarize_attempts(rows, seed=seed)
     result: dict[str, Any] = {"report": report.model_dump(mode="json")}
-    groups = [("", report.overall), *((f"/{d}", g) for d, g in sorted(report.domains.items()))]
+    groups = [
+        ("", report.overall),
+        *((f"/{d}", g) for d, g in sorted(report.domains.items())),
+        *((f"/{t}", g) for t, g in sorted(report.templates.items())),
+    ]
     for suffix, group in groups:
         rate, mean = group.pass_at_1, group.mean_reward
         result[f"pass_at_1{suffix}"] = rate.rate

@@ -8,7 +8,7 @@ can depend on it without reaching the others.
 """
 
 from bureau.records.batch import TrainBatch
-from bureau.records.parquet import read_parquet, write_parquet
+from bureau.records.parquet import read_parquet, read_trajectories, write_parquet
 from bureau.records.trajectory import (
     NOT_SAMPLED_VERSION,
     StopReason,
@@ -25,5 +25,6 @@ __all__ = [
     "TrajectoryRecord",
     "TurnRecord",
     "read_parquet",
+    "read_trajectories",
     "write_parquet",
 ]

@@ -41,6 +41,7 @@ def _schema() -> Any:
         pa.field("stop_reason", pa.string()),
         pa.field("system_error", pa.string()),
         pa.field("trial_status", pa.string()),
+        pa.field("dropped", pa.string()),
         pa.field("num_turns", pa.int32()),
         pa.field("num_sampled_tokens", pa.int32()),
         pa.field("llm_time_s", pa.float64()),
@@ -71,6 +72,17 @@ def write_parquet(records: Iterable[TrajectoryRecord], path: Path) -> int:
     pq.write_table(table, staging)
     staging.replace(path)
     return len(rows)
+
+
+def read_trajectories(path: Path, *, include_dropped: bool = False) -> list[TrajectoryRecord]:
+    """The records of one Parquet file, or of every `*.parquet` file of a folder in name order
+    (a `bureau train` run's `trajectories/`: one file a step); records the loop kept but did
+    not train on (`dropped`) only with `include_dropped`. FileNotFoundError when there is none."""
+    files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+    if not files or not files[0].is_file():
+        raise FileNotFoundError(f"{path}: no trajectory records (a .parquet file or a folder)")
+    records = [r for file in files for r in read_parquet(file)]
+    return [r for r in records if include_dropped or r.dropped is None]
 
 
 def read_parquet(path: Path, columns: Sequence[str] | None = None) -> list[TrajectoryRecord]:

@@ -134,6 +134,9 @@ class TrajectoryRecord:
     """`kind: message` when the trajectory carries no reward because the machinery failed."""
     trial_status: str = ""
     """The trial's final status (trial side)."""
+    dropped: str | None = None
+    """Why the RL loop did not train on this record although it kept it (`stale`: sampled
+    too many weight versions ago); None for a record it trained on, or outside the loop."""
 
     @property
     def num_turns(self) -> int:

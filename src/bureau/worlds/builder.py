@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import random
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -21,13 +22,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .fabric import company_name
+from .domains.banking_files import CODENAMES
+from .fabric import FIRST, LAST, PREFIX, company_name
 from .filler import fill_world
 from .naive import naive_probe_ok
 from .spec import DOMAINS, Difficulty, Domain, TaskSpec, WorldContext
 from .taskwriter import write_task_dir
 
 MANIFEST = "bureau-dataset.json"
+NAME_WORDS = frozenset((*FIRST, *LAST, *PREFIX, *CODENAMES))
+_WORD = re.compile(r"[A-Z][a-z]+")
 REPORT = "build-report.json"
 STAGING = ".staging"
 ORACLE_DIR = Path(__file__).parent / "oracles"
@@ -154,7 +158,7 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
     fill_world(ctx)
     specs = choose_tasks(module, facts, ctx, plan.n_tasks)
     solve = shared[f"{plan.domain}.py"]
-    result = WorldResult(world=world_entry(plan, ctx))
+    result = WorldResult(world=world_entry(plan, ctx, specs))
     for j, spec in enumerate(specs):
         task_id = f"{plan.world_id}-t{j:02d}"
         files = {**shared, "solve.py": solve}
@@ -179,7 +183,7 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
     return result
 
 
-def world_entry(plan: WorldPlan, ctx: WorldContext) -> dict[str, Any]:
+def world_entry(plan: WorldPlan, ctx: WorldContext, specs: list[TaskSpec]) -> dict[str, Any]:
     by_type: dict[str, int] = {}
     size = 0
     for rel in ctx.files:
@@ -193,7 +197,17 @@ def world_entry(plan: WorldPlan, ctx: WorldContext) -> dict[str, Any]:
         "n_files": len(ctx.files),
         "bytes": size,
         "files_by_type": dict(sorted(by_type.items())),
+        "names": world_names(plan.company, specs),
     }
+
+
+def world_names(company: str, specs: list[TaskSpec]) -> list[str]:
+    """The world's own names that its instructions use: the company's words and every first
+    name, surname, company stem and project code name of the generator's pools that a title or
+    question holds. `bureau tasks overlap` masks them to see whether two tasks are the same
+    question about different people and companies."""
+    words = {word for spec in specs for word in _WORD.findall(f"{spec.title} {spec.question}")}
+    return sorted(set(company.split()) | (words & NAME_WORDS))
 
 
 def _stage_shared(out: Path) -> dict[str, Path]:

@@ -8,8 +8,12 @@ eval worlds can never share a company.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import TypeVar
+
+T = TypeVar("T")
 
 FIRST = [
     "Ana",
@@ -242,9 +246,17 @@ def slug(text: str) -> str:
     return "-".join(part for part in out.split("-") if part)
 
 
+def split_half(pool: Sequence[T], split: str) -> list[T]:
+    """The half of a name pool that worlds of `split` draw from: every other entry, the even
+    ones for train and the odd ones for any other split. Names that reach an instruction
+    (companies, people, counterparties, peers, projects, segments, regions, milestones) come
+    from such halves, so a training and an evaluation world never ask about the same names."""
+    return list(pool[0::2] if split == "train" else pool[1::2])
+
+
 def company_name(rng: random.Random, split: str, domain: str, taken: set[str]) -> str:
     """A company name unique within `taken`, from the split's half of the prefix list."""
-    half = PREFIX[0::2] if split == "train" else PREFIX[1::2]
+    half = split_half(PREFIX, split)
     for _ in range(1000):
         name = f"{rng.choice(half)} {rng.choice(SUFFIX[domain])}"
         if name not in taken:
@@ -257,8 +269,11 @@ def company_name(rng: random.Random, split: str, domain: str, taken: set[str]) -
     return name
 
 
-def people(rng: random.Random, n: int, titles: list[str], email_domain: str) -> list[Person]:
-    pairs = rng.sample([(f, last) for f in FIRST for last in LAST], n)
+def people(
+    rng: random.Random, n: int, titles: list[str], email_domain: str, split: str
+) -> list[Person]:
+    """`n` distinct people with the split's surnames (`split_half`)."""
+    pairs = rng.sample([(f, last) for f in FIRST for last in split_half(LAST, split)], n)
     return [
         Person(first, last, titles[i % len(titles)], email_domain)
         for i, (first, last) in enumerate(pairs)

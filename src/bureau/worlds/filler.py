@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from .fabric import FIRST, LAST, at, day, long_date
+from .fabric import FIRST, LAST, at, day, long_date, split_half
 from .render.documents import DocSpec
 from .render.messages import ChatMessage, Email
 from .render.sheets import Formula, WorkbookSpec
@@ -31,7 +31,7 @@ ITEMS = ("Venue", "Catering", "Travel", "Speakers", "Materials", "Contingency", 
 
 
 def _name(ctx: WorldContext) -> str:
-    return f"{ctx.rng.choice(FIRST)} {ctx.rng.choice(LAST)}"
+    return f"{ctx.rng.choice(FIRST)} {ctx.rng.choice(split_half(LAST, ctx.split))}"
 
 
 def _policy_pdf(ctx: WorldContext, i: int) -> None:

@@ -9,7 +9,7 @@ them so every template states its checks the same way.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -228,3 +228,15 @@ def pptx_content(
         "contains": contains,
         "table_cell": table_cell,
     }
+
+
+def phrasing(rng: random.Random, options: Sequence[str]) -> str:
+    """One of a template's phrasings of the same request, drawn from the template's `rng`.
+
+    Every option asks for exactly the same thing (the same facts, entities, numbers, dates,
+    rounding and backticked paths); only the wording differs, so that training and evaluation
+    datasets do not share instruction text word for word.
+    """
+    if not options:
+        raise ValueError("a template needs at least one phrasing")
+    return options[rng.randrange(len(options))]

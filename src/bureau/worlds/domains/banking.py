@@ -18,7 +18,18 @@ import statistics
 from datetime import date
 from typing import Any
 
-from ..fabric import BANKS, LAST, Person, at, company_name, day, long_date, people, slug
+from ..fabric import (
+    BANKS,
+    LAST,
+    Person,
+    at,
+    company_name,
+    day,
+    long_date,
+    people,
+    slug,
+    split_half,
+)
 from ..render.messages import ChatMessage, Email
 from ..spec import WorldContext
 from . import banking_files as files
@@ -47,16 +58,16 @@ def build(ctx: WorldContext) -> BankFacts:
     other = company_name(rng, ctx.split, "banking", {ctx.company})
     target, acquirer = (ctx.company, other) if rng.random() < 0.5 else (other, ctx.company)
     bank = rng.choice(BANKS)
-    code = rng.choice(CODENAMES.split())
+    code = rng.choice(split_half(CODENAMES, ctx.split))
     bank_domain = slug(bank.split()[0]) + ".example.com"
     md, vp, assoc = people(
-        rng, 3, ["Managing Director", "Vice President", "Associate"], bank_domain
+        rng, 3, ["Managing Director", "Vice President", "Associate"], bank_domain, ctx.split
     )
-    cfo = people(rng, 1, ["CFO"], ctx.email_domain)[0]
-    segments = _segments(rng)
+    cfo = people(rng, 1, ["CFO"], ctx.email_domain, ctx.split)[0]
+    segments = _segments(rng, ctx.split)
     model, stale = _models(rng, segments, n_actual=rng.choice([1, 2]))
     base = day(date(2025, 9, 1), rng.randint(0, 20))
-    old_comps, new_comps, outliers = _comps(rng, {target, acquirer})
+    old_comps, new_comps, outliers = _comps(rng, {target, acquirer}, ctx.split)
     core = [p.ev_ebitda for p in new_comps[TABS[0]] if p.name != outliers[TABS[0]]]
     equity = max(statistics.median(core) * model.value("ebitda", "FY2024A") - model.net_debt, 500)
     shares = round(round(equity / (rng.randint(60, 360) * 0.25) / 0.4) * 0.4, 1)
@@ -123,10 +134,10 @@ def build(ctx: WorldContext) -> BankFacts:
     return f
 
 
-def _segments(rng: random.Random) -> dict[str, list[float]]:
+def _segments(rng: random.Random, split: str) -> dict[str, list[float]]:
     """Segment revenue for FY2022-FY2024; the totals are the model's historical revenue."""
     out: dict[str, list[float]] = {}
-    for name in sorted(rng.sample(SEGMENTS, rng.randint(3, 4))):
+    for name in sorted(rng.sample(split_half(SEGMENTS, split), rng.randint(3, 4))):
         start = rng.randint(1200, 9000) / 10
         out[name] = [round(start * (1 + rng.randint(-4, 14) / 100) ** k, 1) for k in range(3)]
     return out
@@ -215,11 +226,12 @@ def _run(years: list[str], totals: list[float], d: dict[str, Any]) -> Model:
 
 
 def _comps(
-    rng: random.Random, taken: set[str]
+    rng: random.Random, taken: set[str], split: str
 ) -> tuple[dict[str, list[Peer]], dict[str, list[Peer]], dict[str, str]]:
-    """Peers as of the first comps file and after the refresh (new prices), and each tab's
-    outlier."""
-    names = rng.sample(sorted({f"{last} {s}" for last in LAST for s in PEER_SUFFIX} - taken), 13)
+    """Peers (with the split's surnames) as of the first comps file and after the refresh (new
+    prices), and each tab's outlier."""
+    peers = {f"{last} {s}" for last in split_half(LAST, split) for s in PEER_SUFFIX}
+    names = rng.sample(sorted(peers - taken), 13)
     old: dict[str, list[Peer]] = {tab: [] for tab in TABS}
     new: dict[str, list[Peer]] = {tab: [] for tab in TABS}
     outliers: dict[str, str] = {}

@@ -21,7 +21,12 @@ from ..render.sheets import Formula, WorkbookSpec
 from ..render.slides import DeckSpec
 from ..spec import WorldContext
 
-CODENAMES = "Atlas Borealis Cedar Everest Helios Kepler Lyra Monarch Nova Orion Polaris Sierra Vega"
+CODENAMES = (
+    *("Atlas", "Andromeda", "Borealis", "Bastion", "Cedar", "Caspian", "Everest", "Draco"),
+    *("Helios", "Equinox", "Kepler", "Fornax", "Lyra", "Gemini", "Monarch", "Hydra", "Nova"),
+    *("Indus", "Orion", "Juno", "Polaris", "Lynx", "Sierra", "Meteor", "Vega", "Perseus"),
+)
+"""Deal code names; a world draws from its split's half (`fabric.split_half`)."""
 TABS = ("Core Peers", "Extended Peers")
 PEER_SUFFIX = ("Industries", "Systems", "Technologies", "Group", "Materials", "Controls", "Works")
 METHODS = (
@@ -32,13 +37,11 @@ METHODS = (
     "Analyst price targets",
 )
 SEGMENTS = (
-    "Industrial Solutions",
-    "Aftermarket Services",
-    "Digital Platforms",
-    "Specialty Components",
-    "Energy Systems",
-    "Healthcare Products",
+    *("Industrial Solutions", "Process Automation", "Aftermarket Services", "Field Services"),
+    *("Digital Platforms", "Cloud Software", "Specialty Components", "Precision Parts"),
+    *("Energy Systems", "Power Electronics", "Healthcare Products", "Medical Devices"),
 )
+"""Business segments; a world draws from its split's half."""
 FIGURES = {  # answer key -> (CIM paragraph heading, description)
     "employees": ("Workforce", "number of employees"),
     "customers": ("Customers", "number of active customers"),

@@ -12,7 +12,17 @@ import statistics
 from typing import Any
 
 from ..fabric import day, long_date, slug
-from ..spec import PdfProbe, TaskSpec, Template, file_exists, judge, numeric, text, xlsx_cell
+from ..spec import (
+    PdfProbe,
+    TaskSpec,
+    Template,
+    file_exists,
+    judge,
+    numeric,
+    phrasing,
+    text,
+    xlsx_cell,
+)
 from ..spec import docx_content as docx_has
 from .banking_files import FIGURES, HIST_YEARS, TABS, BankFacts, Offer
 
@@ -40,19 +50,33 @@ def t_line_item(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | No
     keys = ["revenue", "ebitda", "net_income"] + ([] if f.ctx.difficulty == "starter" else ["fcf"])
     gold = {k: round(f.model.value(k, year), 4) for k in keys}
     names = dict(revenue="Revenue", ebitda="EBITDA", net_income="Net income", fcf="Free cash flow")
+    items = (
+        "revenue, EBITDA, net income and free cash flow"
+        if "fcf" in keys
+        else "revenue, EBITDA and net income"
+    )
+    older = " Older versions do not count." if "fcf" in keys else ""
+    target, model = f.target, _where(f, f.model_file)
+    question = phrasing(
+        rng,
+        [
+            f"From the current three-statement model of {target}{model}, what are {year} "
+            f"{items}?{older}",
+            f"What {year} {items} does the current three-statement model of {target}{model} "
+            f"show?{older}",
+            f"Please pull {target}'s {year} {items} from the current three-statement model"
+            f"{model}.{older}",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [f"{target} {year} financials from the model", f"Three-statement model: {target} {year}"],
+    )
     return TaskSpec(
         template="banking.model_line_item",
         kind="fact",
-        title=f"{f.target} {year} financials from the model",
-        question=(
-            f"From the current three-statement model of {f.target}{_where(f, f.model_file)}, "
-            f"what are {year} revenue, EBITDA"
-            + (
-                ", net income and free cash flow? Older versions do not count."
-                if "fcf" in keys
-                else " and net income?"
-            )
-        ),
+        title=title,
+        question=question,
         answer_keys={k: f"number, {names[k]} for {year} in $m" for k in keys},
         criteria=[numeric(k, v, f"States {year} {names[k]}") for k, v in gold.items()],
         gold=gold,
@@ -75,18 +99,36 @@ def t_dcf(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         else f"at the model's WACC {delta:+.1f} percentage points"
     )
     gold = {"wacc_pct": wacc, "pv_fcf": pv, "pv_terminal": pv_tv, "enterprise_value": pv + pv_tv}
-    return TaskSpec(
-        template="banking.dcf_valuation",
-        kind="compute",
-        title=f"DCF of {f.target} {how}",
-        question=(
-            f"Run a quick DCF of {f.target} off the current three-statement model {how}. Use "
+    target = f.target
+    question = phrasing(
+        rng,
+        [
+            f"Run a quick DCF of {target} off the current three-statement model {how}. Use "
             "the model's named ranges WACC and TerminalGrowth and the free cash flow of each "
             "projected year (columns ending in E), discounted at the end of each year (the first "
             "projected year is year 1). The terminal value is the last projected free cash flow "
             "grown one year at the terminal growth rate and capitalised at (WACC - growth), "
-            "discounted with the last projected year's factor."
-        ),
+            "discounted with the last projected year's factor.",
+            f"Value {target} with a quick DCF {how}, off the current three-statement model. "
+            "Take WACC and TerminalGrowth from the model's named ranges, and discount the free "
+            "cash flow of each projected year (the columns ending in E) at the end of each "
+            "year, the first projected year being year 1. For the terminal value, grow the last "
+            "projected free cash flow one year at the terminal growth rate, capitalise it at "
+            "(WACC - growth) and discount it with the last projected year's factor.",
+            f"I need a quick DCF of {target} {how}, run off the current three-statement model. "
+            "Inputs: the model's named ranges WACC and TerminalGrowth, and the free cash flow "
+            "of each projected year (columns ending in E). Discount each year's free cash flow "
+            "at the end of that year (the first projected year is year 1). Terminal value: the "
+            "last projected free cash flow grown one year at the terminal growth rate and "
+            "capitalised at (WACC - growth), discounted with the last projected year's factor.",
+        ],
+    )
+    title = phrasing(rng, [f"DCF of {target} {how}", f"Quick DCF valuation of {target} {how}"])
+    return TaskSpec(
+        template="banking.dcf_valuation",
+        kind="compute",
+        title=title,
+        question=question,
         answer_keys={
             "wacc_pct": "number, the discount rate used, in percent (e.g. 8.75)",
             "pv_fcf": "number, sum of the present values of projected free cash flow, $m",
@@ -113,16 +155,36 @@ def t_comps_stats(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | 
     drop = f.outliers[tab] if variant < 2 else _pick(peers, variant // 2 + rng.randint(0, 5)).name
     kept = [p.ev_ebitda for p in peers if p.name != drop]
     med, mean = statistics.median(kept), statistics.fmean(kept)
+    comps = _where(f, f.comps_file)
+    question = phrasing(
+        rng,
+        [
+            f"Using the {tab} tab of the latest trading comps workbook{comps}, compute each "
+            f"peer's EV/EBITDA from its enterprise value and EBITDA, leave out {drop}, and give "
+            "the median and mean multiple of the rest, each rounded to 2 decimals. The "
+            "workbook's own summary rows include every peer.",
+            f"On the {tab} tab of the latest trading comps workbook{comps}, work out each "
+            f"peer's EV/EBITDA from its enterprise value and EBITDA. Leaving out {drop}, what "
+            "are the median and the mean multiple of the rest, each rounded to 2 decimals? Note "
+            "that the workbook's own summary rows include every peer.",
+            f"Take the {tab} tab of the latest trading comps workbook{comps} and leave out "
+            f"{drop}. For the rest, compute each peer's EV/EBITDA from its enterprise value and "
+            "EBITDA, and give the median and the mean multiple, each rounded to 2 decimals. "
+            "Mind that the workbook's own summary rows include every peer.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"EV/EBITDA of the {tab} excluding {drop}",
+            f"{tab} comps: median and mean EV/EBITDA without {drop}",
+        ],
+    )
     return TaskSpec(
         template="banking.comps_stats",
         kind="compute",
-        title=f"EV/EBITDA of the {tab} excluding {drop}",
-        question=(
-            f"Using the {tab} tab of the latest trading comps workbook"
-            f"{_where(f, f.comps_file)}, compute each peer's EV/EBITDA from its enterprise value "
-            f"and EBITDA, leave out {drop}, and give the median and mean multiple of the rest, "
-            "each rounded to 2 decimals. The workbook's own summary rows include every peer."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "peer_count": "number of peers used",
             "median_ev_ebitda": "number, median EV/EBITDA, 2 decimals",
@@ -156,17 +218,39 @@ def t_implied(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None
     tab = _pick(list(TABS), variant)
     year = _pick([y for y in f.model.years if y.endswith("E")], variant // 2)
     gold = _implied(f, tab, year)
+    target, drop = f.target, f.outliers[tab]
+    question = phrasing(
+        rng,
+        [
+            f"Value {target} on trading comps: take the median EV/EBITDA of the {tab} tab of "
+            f"the latest comps workbook, leaving out {drop}, and apply it (unrounded) "
+            f"to {year} EBITDA from the current three-statement model. Subtract net debt at "
+            "FY2024A from the model's balance sheet to get equity value, and divide by the "
+            "target's diluted shares in the merger model.",
+            f"What is {target} worth on trading comps? Apply the median EV/EBITDA of the {tab} "
+            f"tab of the latest comps workbook, leaving out {drop}, unrounded, to {year} EBITDA "
+            "from the current three-statement model. Subtract net debt at FY2024A from the "
+            "model's balance sheet to get equity value, then divide by the target's diluted "
+            "shares in the merger model.",
+            f"Please run a trading comps valuation of {target}. On the {tab} tab of the latest "
+            f"comps workbook, leave out {drop} and apply the median EV/EBITDA of the rest "
+            f"(unrounded) to {year} EBITDA from the current three-statement model. Bridge to "
+            "equity value by subtracting net debt at FY2024A from the model's balance sheet, "
+            "and divide by the target's diluted shares in the merger model.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Implied value of {target} at the {tab} median",
+            f"{target} valued at the {tab} median EV/EBITDA",
+        ],
+    )
     return TaskSpec(
         template="banking.implied_value",
         kind="compute",
-        title=f"Implied value of {f.target} at the {tab} median",
-        question=(
-            f"Value {f.target} on trading comps: take the median EV/EBITDA of the {tab} tab of "
-            f"the latest comps workbook, leaving out {f.outliers[tab]}, and apply it (unrounded) "
-            f"to {year} EBITDA from the current three-statement model. Subtract net debt at "
-            "FY2024A from the model's balance sheet to get equity value, and divide by the "
-            "target's diluted shares in the merger model."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "median_ev_ebitda": "number, the median multiple, 2 decimals",
             "ebitda": f"number, {year} EBITDA, $m",
@@ -196,17 +280,40 @@ def t_guidance(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | Non
     who, when, purpose, tab = _pick(f.guidance, variant)
     year = _pick([y for y in f.model.years if y.endswith("E")], variant // 2)
     gold = _implied(f, tab, year)
+    sent, target = long_date(when), f.target
+    question = phrasing(
+        rng,
+        [
+            f"On {sent}, {who.name} emailed the team which peer tab of the trading "
+            f"comps to use for {purpose}. Using that tab of the latest comps workbook, without "
+            "the peer that #deal-team flagged as the outlier on that tab, what is the median "
+            f"EV/EBITDA, and what enterprise value does it imply for {target} on {year} EBITDA "
+            "from the current three-statement model (apply the unrounded median)?",
+            f"{who.name} emailed the team on {sent} to say which peer tab of the trading comps "
+            f"to use for {purpose}. On that tab of the latest comps workbook, leaving out the "
+            "peer that #deal-team flagged as the outlier on that tab, what is the median "
+            "EV/EBITDA? And what enterprise value does the unrounded median imply for "
+            f"{target} on {year} EBITDA from the current three-statement model?",
+            f"Follow the guidance {who.name} emailed the team on {sent} on which peer tab of "
+            f"the trading comps to use for {purpose}. Take that tab of the latest comps "
+            "workbook, drop the peer that #deal-team flagged as the outlier on that tab, and "
+            "give the median EV/EBITDA and the enterprise value it implies for "
+            f"{target} on {year} EBITDA from the current three-statement model (apply the "
+            "median unrounded).",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Comps valuation for {purpose}",
+            f"Peer tab for {purpose}: median EV/EBITDA and implied value",
+        ],
+    )
     return TaskSpec(
         template="banking.peer_guidance",
         kind="multi_hop",
-        title=f"Comps valuation for {purpose}",
-        question=(
-            f"On {long_date(when)}, {who.name} emailed the team which peer tab of the trading "
-            f"comps to use for {purpose}. Using that tab of the latest comps workbook, without "
-            "the peer that #deal-team flagged as the outlier on that tab, what is the median "
-            f"EV/EBITDA, and what enterprise value does it imply for {f.target} on {year} EBITDA "
-            "from the current three-statement model (apply the unrounded median)?"
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "peer_tab": "string, the name of the tab used",
             "excluded_peer": "string, the peer left out",
@@ -277,18 +384,35 @@ def t_revised_offer(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec 
     for key in ask:
         tol = 0.06 if key == "premium_pct" else 0.01
         criteria.append(numeric(key, terms[key], desc[key][1], abs_tol=tol))
+    code, target, deck = f.code, f.target, _where(f, f.deck_file)
+    asked = " and ".join(PHRASES[k] for k in ask)
+    inputs = (
+        "the unaffected share price and the target's diluted share count from the board "
+        "presentation's transaction overview"
+    )
+    question = phrasing(
+        rng,
+        [
+            f"The board presentation for Project {code}{deck} shows an offer price for "
+            f"{target}, but the offer has moved since.{where} What is the offer price per "
+            f"share as it {when}, and what {asked} does it imply? Take {inputs}.",
+            f"The offer for {target} has moved since the board presentation for Project "
+            f"{code}{deck} showed its offer price.{where} What is the offer price per share as "
+            f"it {when}, and what {asked} does that price imply? Use {inputs}.",
+            f"Project {code}: the board presentation{deck} shows an offer price for {target}, "
+            f"but the offer has moved since then.{where} Give the offer price per share as it "
+            f"{when} and the {asked} it implies, taking {inputs}.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [f"Project {code} offer as it {when}", f"Project {code}: offer terms as the offer {when}"],
+    )
     return TaskSpec(
         template="banking.revised_offer",
         kind="reconcile",
-        title=f"Project {f.code} offer as it {when}",
-        question=(
-            f"The board presentation for Project {f.code}{_where(f, f.deck_file)} shows an "
-            f"offer price for {f.target}, but the offer has moved since.{where} What is the "
-            f"offer price per share as it {when}, and what "
-            + " and ".join(PHRASES[k] for k in ask)
-            + " does it imply? Take the unaffected share price and the target's diluted share "
-            "count from the board presentation's transaction overview."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "offer_price": "number, offer price per share in $",
             **{k: desc[k][0] for k in ask},
@@ -304,19 +428,42 @@ def t_revised_accretion(f: BankFacts, rng: random.Random, variant: int) -> TaskS
     k = variant % 3
     offer = f.latest
     ad = f.merger.run(offer.price, offer.synergies, f.shares, k)
+    code, n = f.code, k + 1
+    inputs = "(consideration mix, cost of debt, tax rate, phase-in, net incomes, share counts)"
+    outputs = (
+        "pro-forma EPS rounded to 2 decimals and accretion / (dilution) in percent to 1 "
+        "decimal, computed from unrounded EPS (negative for dilution)"
+    )
+    question = phrasing(
+        rng,
+        [
+            f"The merger model for Project {code} still runs at the board presentation's offer "
+            f"price and synergies. Rerun year {n} at the latest offer price and run-rate "
+            "synergies from the deal emails, keeping every other merger-model input "
+            f"{inputs}. Report new shares issued, {outputs}.",
+            f"Project {code}'s merger model is still set to the board presentation's offer "
+            "price and synergies. Rerun year "
+            f"{n} with the latest offer price and run-rate synergies from the deal emails, "
+            f"keeping every other merger-model input as it is {inputs}. What are the new "
+            f"shares issued, the {outputs}?",
+            f"Rerun year {n} of the Project {code} merger model at the latest terms: the model "
+            "still runs at the board presentation's offer price and synergies, so use the "
+            "latest offer price and run-rate synergies from the deal emails instead, and keep "
+            f"every other merger-model input {inputs}. Report the new shares issued, {outputs}.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Year {n} accretion / dilution at the latest terms",
+            f"Project {code}: year {n} accretion / dilution rerun at the latest terms",
+        ],
+    )
     return TaskSpec(
         template="banking.revised_accretion",
         kind="reconcile",
-        title=f"Year {k + 1} accretion / dilution at the latest terms",
-        question=(
-            f"The merger model for Project {f.code} still runs at the board presentation's offer "
-            "price and synergies. Rerun year "
-            f"{k + 1} at the latest offer price and run-rate synergies from the deal emails, "
-            "keeping every other merger-model input (consideration mix, cost of debt, tax rate, "
-            "phase-in, net incomes, share counts). Report new shares issued, pro-forma EPS "
-            "rounded to 2 decimals and accretion / (dilution) in percent to 1 decimal, computed "
-            "from unrounded EPS (negative for dilution)."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "offer_price": "number, the latest offer price per share, $",
             "synergies": "number, the latest run-rate synergies, $m",
@@ -340,14 +487,32 @@ def t_revised_accretion(f: BankFacts, rng: random.Random, variant: int) -> TaskS
 def t_merger(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     k = variant % 3
     ad = f.merger.run(f.offers[0].price, f.offers[0].synergies, f.shares, k)
+    code, n = f.code, k + 1
+    question = phrasing(
+        rng,
+        [
+            f"What does the Project {code} merger model show for year {n}: the offer price "
+            "it runs at, the acquirer's standalone EPS, pro-forma EPS and accretion / (dilution)?",
+            f"From the Project {code} merger model, for year {n}: what offer price does the "
+            "model run at, and what are the acquirer's standalone EPS, pro-forma EPS and "
+            "accretion / (dilution)?",
+            f"Look at year {n} in the Project {code} merger model and give the offer price it "
+            "runs at, the acquirer's standalone EPS, the pro-forma EPS and the accretion / "
+            "(dilution).",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Merger model: year {n} accretion / dilution",
+            f"Project {code} merger model, year {n}: EPS and accretion / dilution",
+        ],
+    )
     return TaskSpec(
         template="banking.merger_accretion",
         kind="fact",
-        title=f"Merger model: year {k + 1} accretion / dilution",
-        question=(
-            f"What does the Project {f.code} merger model show for year {k + 1}: the offer price "
-            "it runs at, the acquirer's standalone EPS, pro-forma EPS and accretion / (dilution)?"
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "offer_price": "number, the model's offer price per share, $",
             "standalone_eps": "number, standalone EPS, $, 2 decimals",
@@ -369,15 +534,29 @@ def t_merger(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
 def t_range(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     method, low, high = _pick(f.methods, variant)
     top = max(f.methods, key=lambda m: m[2])[0]
+    code = f.code
+    question = phrasing(
+        rng,
+        [
+            f"In the final board presentation for Project {code} (not the draft), what range "
+            f"of value per share does the football field give for {method}, and what is its "
+            "midpoint? Which methodology reaches the highest value per share?",
+            f"Using the final board presentation for Project {code}, not the draft: what range "
+            f"of value per share does the football field show for {method}, what is the "
+            "midpoint of that range, and which methodology reaches the highest value per share?",
+            f"The football field in the final Project {code} board presentation (not the "
+            f"draft) gives ranges of value per share. What is the range for {method} and its "
+            "midpoint, and which methodology reaches the highest value per share?",
+        ],
+    )
+    title = phrasing(
+        rng, [f"Football field: {method}", f"Project {code} football field: {method} range"]
+    )
     return TaskSpec(
         template="banking.valuation_range",
         kind="fact",
-        title=f"Football field: {method}",
-        question=(
-            f"In the final board presentation for Project {f.code} (not the draft), what range "
-            f"of value per share does the football field give for {method}, and what is its "
-            "midpoint? Which methodology reaches the highest value per share?"
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "low": "number, low end, $ per share",
             "high": "number, high end, $ per share",
@@ -417,19 +596,34 @@ def t_segment(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None
     if not starter:
         criteria.append(numeric("growth_pct", growth, "Growth on the prior year", abs_tol=0.06))
         keys["growth_pct"] = f"number, growth on {HIST_YEARS[j - 1]}, %, 1 decimal"
-    return TaskSpec(
-        template="banking.cim_segment",
-        kind="fact",
-        title=f"CIM: {seg} revenue in {year}",
-        question=(
-            f"According to the historical financials by segment in the Project {f.code} CIM"
-            f"{_where(f, f.cim_file)}, what was {seg} revenue in {year}"
+    code, cim, prior = f.code, _where(f, f.cim_file), HIST_YEARS[j - 1]
+    also = (
+        "its share of total revenue"
+        if starter
+        else f"its share of total revenue and its growth on {prior}"
+    )
+    question = phrasing(
+        rng,
+        [
+            f"According to the historical financials by segment in the Project {code} CIM"
+            f"{cim}, what was {seg} revenue in {year}"
             + (
                 " and its share of total revenue?"
                 if starter
-                else f", its share of total revenue and its growth on {HIST_YEARS[j - 1]}?"
-            )
-        ),
+                else f", its share of total revenue and its growth on {prior}?"
+            ),
+            f"What was {seg} revenue in {year}, according to the historical financials by "
+            f"segment in the Project {code} CIM{cim}? Also give {also}.",
+            f"Look up {seg} in the historical financials by segment in the Project {code} CIM"
+            f"{cim} and give its revenue in {year}, with {also}.",
+        ],
+    )
+    title = phrasing(rng, [f"CIM: {seg} revenue in {year}", f"{seg} revenue in {year} per the CIM"])
+    return TaskSpec(
+        template="banking.cim_segment",
+        kind="fact",
+        title=title,
+        question=question,
         answer_keys=keys,
         criteria=criteria,
         gold={"revenue": value, "share_pct": share, "growth_pct": growth},
@@ -442,14 +636,27 @@ def t_segment(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None
 def t_profile(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     keys = sorted(rng.sample(sorted(FIGURES), 3), key=list(FIGURES).index)
     first = keys[variant % 3]
+    code, target = f.code, f.target
+    items = "; ".join(FIGURES[k][1] for k in keys)
+    question = phrasing(
+        rng,
+        [
+            f"From the business description in the Project {code} CIM, what are these "
+            f"figures for {target}: {items}?",
+            f"What does the business description in the Project {code} CIM give for these "
+            f"figures for {target}: {items}?",
+            f"Please pull these figures for {target} from the business description in the "
+            f"Project {code} CIM: {items}.",
+        ],
+    )
+    title = phrasing(
+        rng, [f"{target} profile from the CIM", f"CIM business description: {target} figures"]
+    )
     return TaskSpec(
         template="banking.cim_profile",
         kind="fact",
-        title=f"{f.target} profile from the CIM",
-        question=(
-            f"From the business description in the Project {f.code} CIM, what are these "
-            f"figures for {f.target}: " + "; ".join(FIGURES[k][1] for k in keys) + "?"
-        ),
+        title=title,
+        question=question,
         answer_keys={k: f"number, the {FIGURES[k][1]}" for k in keys},
         criteria=[numeric(k, f.figures[k], f"States the {FIGURES[k][1]}") for k in keys],
         gold={k: f.figures[k] for k in keys},
@@ -488,15 +695,28 @@ def t_comps_output(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec |
         numeric("peer_count", len(peers), "Counts the peers in the output"),
     ]
     left = f", leaving out {exclude}" if exclude else ", every peer on the tab"
+    keep = f"leave out {exclude}" if exclude else "keep every peer on the tab"
+    scope = f"leaving out {exclude}" if exclude else "with every peer on the tab"
+    question = phrasing(
+        rng,
+        [
+            f"Prepare a clean comps output for the {tab} tab of the latest trading comps "
+            f"workbook{left}: each peer's EV/EBITDA and EV/Revenue computed from enterprise "
+            "value, EBITDA and revenue, and the median of each multiple.",
+            f"Build a clean comps output from the {tab} tab of the latest trading comps "
+            f"workbook and {keep}. For each peer, compute EV/EBITDA and EV/Revenue from "
+            "enterprise value, EBITDA and revenue, and add the median of each multiple.",
+            f"The team needs a clean comps output for the {tab} tab of the latest trading comps "
+            f"workbook, {scope}: each peer's EV/EBITDA and EV/Revenue, computed from enterprise "
+            "value, EBITDA and revenue, plus the median of each multiple.",
+        ],
+    )
+    title = phrasing(rng, [f"Comps output: {tab}", f"Clean comps output for the {tab} tab"])
     return TaskSpec(
         template="banking.comps_output",
         kind="deliverable",
-        title=f"Comps output: {tab}",
-        question=(
-            f"Prepare a clean comps output for the {tab} tab of the latest trading comps "
-            f"workbook{left}: each peer's EV/EBITDA and EV/Revenue computed from enterprise "
-            "value, EBITDA and revenue, and the median of each multiple."
-        ),
+        title=title,
+        question=question,
         answer_keys={"peer_count": "number of peers in the output"},
         deliverables={
             path: (
@@ -565,14 +785,23 @@ def t_memo(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         )
     statements = "; ".join(f'"{line.split(":")[0]}: ..."' for line in lines)
     key, value, desc = answer
+    md, cfo, code = f.md.name, f"{f.cfo.name} ({f.cfo.title})", f.code
+    question = phrasing(
+        rng,
+        [
+            f"{md} wants a one-page Project {code} update memo for {cfo} covering {ask}.",
+            f"Please draft the one-page Project {code} update memo that {md} wants for {cfo}. "
+            f"It should cover {ask}.",
+            f"{md} has asked for a one-page update memo on Project {code}, addressed to {cfo}, "
+            f"covering {ask}.",
+        ],
+    )
+    title = phrasing(rng, [heading, f"Update memo: {heading}"])
     return TaskSpec(
         template="banking.deal_memo",
         kind="deliverable",
-        title=heading,
-        question=(
-            f"{f.md.name} wants a one-page Project {f.code} update memo for {f.cfo.name} "
-            f"({f.cfo.title}) covering {ask}."
-        ),
+        title=title,
+        question=question,
         answer_keys={key: f"number, {desc}"},
         deliverables={
             path: (
@@ -611,14 +840,24 @@ def t_named(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     pairs = [("WACC", "TaxRate"), ("WACC", "TerminalGrowth"), ("TaxRate", "TerminalGrowth")]
     names = _pick(pairs, variant)
     value = {"WACC": f.model.wacc, "TaxRate": f.model.tax, "TerminalGrowth": f.model.tg}
+    a, b, model = names[0], names[1], f.model_file
+    question = phrasing(
+        rng,
+        [
+            f"Open `{model}`. What values do the named ranges {a} and {b} hold? Give them in "
+            "percent (0.0875 is 8.75).",
+            f"What values do the named ranges {a} and {b} in `{model}` hold? Answer in percent "
+            "(0.0875 is 8.75).",
+            f"In `{model}`, read the named ranges {a} and {b} and give their values in percent "
+            "(0.0875 is 8.75).",
+        ],
+    )
+    title = phrasing(rng, [f"Named ranges {a} and {b}", f"Model inputs: named ranges {a} and {b}"])
     return TaskSpec(
         template="banking.starter_named_range",
         kind="fact",
-        title=f"Named ranges {' and '.join(names)}",
-        question=(
-            f"Open `{f.model_file}`. What values do the named ranges {names[0]} and {names[1]} "
-            "hold? Give them in percent (0.0875 is 8.75)."
-        ),
+        title=title,
+        question=question,
         answer_keys={n.lower(): f"number, {n} in percent" for n in names},
         criteria=[numeric(n.lower(), value[n], f"Reads {n}", abs_tol=0.006) for n in names],
         gold={n.lower(): value[n] for n in names},

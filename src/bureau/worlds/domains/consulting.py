@@ -11,7 +11,7 @@ about by the templates in `consulting_tasks`.
 
 from __future__ import annotations
 
-from ..fabric import CONSULTANCIES, FIRST, LAST, Person, slug
+from ..fabric import CONSULTANCIES, FIRST, LAST, Person, slug, split_half
 from ..spec import WorldContext
 from .consulting_files import (
     write_change_requests,
@@ -31,6 +31,7 @@ from .consulting_model import (
     DECK_V1,
     DECK_V2,
     MARKETS,
+    REGIONS,
     SEGMENTS,
     SURVEY,
     SURVEY_PRELIM,
@@ -51,15 +52,17 @@ def build(ctx: WorldContext) -> ConsultingFacts:
     starter = ctx.difficulty == "starter"
     firm = rng.choice(CONSULTANCIES)
     firm_domain = slug(firm.split()[0]) + ".example.com"
-    pairs = rng.sample([(f, last) for f in FIRST for last in LAST], 16)
+    pairs = rng.sample([(f, last) for f in FIRST for last in split_half(LAST, ctx.split)], 16)
     staff = ["Partner", "Engagement Manager", "Consultant", "Business Analyst"]
     team = [Person(f, la, t, firm_domain) for (f, la), t in zip(pairs[:4], staff, strict=True)]
     client = [
         Person(f, la, t, ctx.email_domain)
         for (f, la), t in zip(pairs[4:6], ["Chief Strategy Officer", "CFO"], strict=True)
     ]
-    chosen = rng.sample(SEGMENTS, 4)
-    segments = [s for s in SEGMENTS if s in chosen]
+    own = split_half(SEGMENTS, ctx.split)
+    chosen = rng.sample(own, 4)
+    segments = [s for s in own if s in chosen]
+    regions = split_half(REGIONS, ctx.split)
     tam, growth = sizing(rng, segments)
     facts = ConsultingFacts(
         ctx=ctx,
@@ -71,16 +74,17 @@ def build(ctx: WorldContext) -> ConsultingFacts:
         cfo=client[1],
         market=MARKETS.get(ctx.company.split()[-1], "adjacent services"),
         segments=segments,
+        regions=regions,
         tam=tam,
         growth=growth,
         sam={
             s: [round(v * f, 1) for v in tam[s]]
             for s, f in zip(segments, [rng.randint(30, 65) / 100 for _ in segments], strict=True)
         },
-        shares=shares(rng),
-        survey=respondents(rng, segments, 40 if starter else 120),
+        shares=shares(rng, regions),
+        survey=respondents(rng, segments, regions, 40 if starter else 120),
         interviewees=[],
-        milestones=milestones(rng),
+        milestones=milestones(rng, ctx.split),
     )
     names = [f"{f} {la}" for f, la in pairs[6:]]
     write_interviews(ctx, facts, names, 1 if starter else 2)
@@ -95,7 +99,7 @@ def build(ctx: WorldContext) -> ConsultingFacts:
     }
     stale_growth = {s: g + rng.choice([-1.5, -1.0, 1.0, 1.5]) for s, g in growth.items()}
     stale_sam = {s: [round(v * 0.5, 1) for v in stale_tam[s]] for s in segments}
-    write_deck(ctx, DECK_V1, facts, stale_tam, stale_sam, stale_growth, shares(rng), 1)
+    write_deck(ctx, DECK_V1, facts, stale_tam, stale_sam, stale_growth, shares(rng, regions), 1)
     write_survey(ctx, SURVEY_PRELIM, preliminary(rng, facts.survey), segments)
     write_industry(ctx, facts)
     write_sow_draft(ctx, facts)

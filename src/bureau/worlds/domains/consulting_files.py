@@ -13,7 +13,7 @@ import random
 from datetime import date
 from pathlib import Path
 
-from ..fabric import LAST, at, day, long_date, round_to, slug
+from ..fabric import LAST, at, day, long_date, round_to, slug, split_half
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
 from ..render.sheets import Formula, WorkbookSpec
@@ -26,7 +26,6 @@ from .consulting_model import (
     IV_SUFFIX,
     PAINS,
     PUBLISHERS,
-    REGIONS,
     ROLES,
     SOW,
     TAM_SLIDE,
@@ -43,7 +42,8 @@ def write_interviews(
 ) -> None:
     rng = ctx.rng
     roles = rng.sample(ROLES, 4 * n_files)
-    companies = rng.sample([f"{la} {s}" for la in LAST for s in IV_SUFFIX], 4 * n_files)
+    surnames = split_half(LAST, ctx.split)
+    companies = rng.sample([f"{la} {s}" for la in surnames for s in IV_SUFFIX], 4 * n_files)
     segs = (facts.segments * 2)[: 4 * n_files]
     rng.shuffle(segs)
     quotes = (
@@ -208,7 +208,7 @@ def write_industry(ctx: WorldContext, facts: ConsultingFacts) -> None:
     publisher = rng.choice(PUBLISHERS)
     facts.cagr = {s: float(round_to(rng, 2.0, 16.0, 0.1)) for s in facts.segments}
     draft = {s: round(c + rng.choice([-1.2, -0.8, 0.6, 1.1]), 1) for s, c in facts.cagr.items()}
-    regions = [(r, rng.randint(20, 400) / 10) for r in REGIONS]
+    regions = [(r, rng.randint(20, 400) / 10) for r in facts.regions]
     base = f"research/industry/{slug(publisher)}_{slug(facts.market)}_outlook_2025"
     facts.industry_pdf = base + ".pdf"
     for rel, cagr in (

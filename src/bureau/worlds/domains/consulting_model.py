@@ -12,11 +12,19 @@ from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
 
-from ..fabric import Person, day, round_to
+from ..fabric import Person, day, round_to, split_half
 from ..spec import WorldContext
 
-SEGMENTS = ("Enterprise", "Mid-Market", "Small Business", "Public Sector", "Consumer")
-REGIONS = ("North America", "Europe", "Asia-Pacific", "Latin America", "Middle East & Africa")
+SEGMENTS = (
+    *("Enterprise", "Corporate", "Mid-Market", "Growth Companies", "Small Business"),
+    *("Micro Business", "Public Sector", "Education", "Consumer", "Households"),
+)
+"""Customer segments; a world takes four of its split's half (`fabric.split_half`)."""
+REGIONS = (
+    *("North America", "Nordics", "Europe", "DACH", "Asia-Pacific", "Southeast Asia"),
+    *("Latin America", "Oceania", "Middle East & Africa", "Gulf States"),
+)
+"""Regions; a world has all five of its split's half."""
 YEARS = (2025, 2026, 2027, 2028, 2029, 2030)
 MARKETS = {
     "Retail": "in-store analytics",
@@ -49,12 +57,13 @@ PAINS = (
     "Data quality from current providers is poor",
 )
 MILESTONES = (
-    "Kick-off and data request",
-    "Market sizing model",
-    "Customer survey and interviews",
-    "Competitive landscape review",
-    "Final recommendations",
+    *("Kick-off and data request", "Mobilisation and data collection"),
+    *("Market sizing model", "Demand model"),
+    *("Customer survey and interviews", "Buyer research and workshops"),
+    *("Competitive landscape review", "Competitor benchmarking"),
+    *("Final recommendations", "Board recommendations"),
 )
+"""Statement-of-work milestones in order; a world's come from its split's half."""
 DRIVERS = ("Cloud migration", "Regulation", "Cost pressure", "Digital adoption", "Price decline")
 DECK_V2 = "engagement/deliverables/market_sizing_v2.pptx"
 DECK_V1 = "engagement/archive/market_sizing_v1.pptx"
@@ -121,6 +130,7 @@ class ConsultingFacts:
     cfo: Person
     market: str
     segments: list[str]
+    regions: list[str]
     tam: dict[str, list[float]]
     sam: dict[str, list[float]]
     growth: dict[str, float]
@@ -152,23 +162,25 @@ def sizing(
     return tam, growth
 
 
-def shares(rng: random.Random) -> dict[str, float]:
+def shares(rng: random.Random, regions: list[str]) -> dict[str, float]:
     while True:
-        weights = [rng.randint(40, 400) for _ in REGIONS]
+        weights = [rng.randint(40, 400) for _ in regions]
         values = [round(100 * w / sum(weights), 1) for w in weights]
         values[-1] = round(100 - sum(values[:-1]), 1)
         ordered = sorted(values)
         if min(values) > 0 and all(b - a >= 0.5 for a, b in pairwise(ordered)):
-            return dict(zip(REGIONS, values, strict=True))
+            return dict(zip(regions, values, strict=True))
 
 
-def respondents(rng: random.Random, segments: list[str], n: int) -> list[Respondent]:
-    cells = [(s, r) for s in segments for r in REGIONS] * 2
-    cells += [(rng.choice(segments), rng.choice(REGIONS)) for _ in range(max(0, n - len(cells)))]
+def respondents(
+    rng: random.Random, segments: list[str], regions: list[str], n: int
+) -> list[Respondent]:
+    cells = [(s, r) for s in segments for r in regions] * 2
+    cells += [(rng.choice(segments), rng.choice(regions)) for _ in range(max(0, n - len(cells)))]
     rng.shuffle(cells)
     level = {s: rng.randint(30, 150) * 10 for s in segments}
     mood = {s: [rng.randint(1, 6) for _ in range(5)] for s in segments}
-    factor = {r: rng.uniform(0.8, 1.25) for r in REGIONS}
+    factor = {r: rng.uniform(0.8, 1.25) for r in regions}
     return [
         Respondent(
             rid=f"R-{i:04d}",
@@ -197,10 +209,10 @@ def preliminary(rng: random.Random, survey: list[Respondent]) -> list[Respondent
     ]
 
 
-def milestones(rng: random.Random) -> list[Milestone]:
+def milestones(rng: random.Random, split: str) -> list[Milestone]:
     start = date(2025, rng.randint(6, 9), rng.randint(1, 20))
     out, offset = [], 0
-    for k, name in enumerate(MILESTONES[: rng.randint(4, 5)], start=1):
+    for k, name in enumerate(split_half(MILESTONES, split)[: rng.randint(4, 5)], start=1):
         offset += rng.randint(10, 30)
         out.append(Milestone(k, name, day(start, offset), rng.randint(8, 50) * 5000))
     return out

@@ -21,13 +21,13 @@ from ..spec import (
     entities,
     file_exists,
     numeric,
+    phrasing,
     pptx_content,
     text,
     xlsx_cell,
 )
 from .consulting_model import (
     DECK_V2,
-    REGIONS,
     SOW,
     SURVEY,
     YEARS,
@@ -75,14 +75,32 @@ def _spec(
 def t_deck_tam(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     seg, year = _pick(f.segments, variant), rng.choice(YEARS[1:])
     tam, sam = f.tam[seg][YEARS.index(year)], f.sam[seg][YEARS.index(year)]
+    who, deck = f"{f.sponsor.name} ({f.sponsor.title})", _where(f, DECK_V2)
     return _spec(
         "deck_tam",
         "fact",
-        f"Market size of the {seg} segment in {year}",
-        f"{f.sponsor.name} ({f.sponsor.title}) needs the {year} total addressable market (TAM) "
-        f"and serviceable addressable market (SAM) of the {seg} segment, as shown in the latest "
-        f"version of the market-sizing deck{_where(f, DECK_V2)}, and the SAM as a percentage "
-        "of the TAM.",
+        phrasing(
+            rng,
+            [
+                f"Market size of the {seg} segment in {year}",
+                f"{seg} segment: {year} TAM and SAM",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"{who} needs the {year} total addressable market (TAM) and serviceable "
+                f"addressable market (SAM) of the {seg} segment, as shown in the latest version "
+                f"of the market-sizing deck{deck}, and the SAM as a percentage of the TAM.",
+                f"What are the {year} total addressable market (TAM) and serviceable addressable "
+                f"market (SAM) of the {seg} segment in the latest version of the market-sizing "
+                f"deck{deck}, and what is the SAM as a percentage of the TAM? {who} is asking.",
+                f"{who} has asked how big the {seg} segment is in {year}: its total addressable "
+                f"market (TAM) and serviceable addressable market (SAM), as shown in the latest "
+                f"version of the market-sizing deck{deck}, plus the SAM expressed as a "
+                "percentage of the TAM.",
+            ],
+        ),
         {
             "tam": "number, TAM in USD m as shown in the deck",
             "sam": "number, SAM in USD m as shown in the deck",
@@ -102,13 +120,33 @@ def t_regional(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec
     rank = variant % 3 + 1
     ranked = sorted(f.shares.items(), key=lambda kv: -kv[1])
     (region, share), (_, after) = ranked[rank - 1], ranked[rank]
+    nth, first, client = ORDINAL[rank], YEARS[0], f.ctx.company
     return _spec(
         "regional_leader",
         "fact",
-        f"The {ORDINAL[rank]} region by share of TAM",
-        f"The latest market-sizing deck charts each region's share of the {YEARS[0]} TAM. Which "
-        f"region has the {ORDINAL[rank]} share, what is that share, and by how many percentage "
-        "points does it exceed the share of the next region down?",
+        phrasing(
+            rng,
+            [
+                f"The {nth} region by share of TAM",
+                f"Region with the {nth} share of the {first} TAM",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"The latest market-sizing deck for {client} charts each region's share of the "
+                f"{first} TAM. Which region has the {nth} share, what is that share, and by how "
+                "many percentage points does it exceed the share of the next region down?",
+                f"In the latest market-sizing deck for {client} there is a chart of each "
+                f"region's share of the {first} TAM. Find the region with the {nth} share, and "
+                "give that share and the number of percentage points by which it exceeds the "
+                "share of the next region down.",
+                f"Looking at each region's share of the {first} TAM as charted in the latest "
+                f"market-sizing deck for {client}: which region holds the {nth} share, how "
+                "large is that share, and how many percentage points above the share of the "
+                "next region down is it?",
+            ],
+        ),
         {
             "region": "string, the region's name",
             "share_pct": "number, its share in percent",
@@ -126,7 +164,7 @@ def t_regional(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec
 
 def t_survey_sat(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     seg, threshold = _pick(f.segments, variant), 4 if variant % 2 == 0 else 5
-    region = None if variant < len(f.segments) else rng.choice(REGIONS)
+    region = None if variant < len(f.segments) else rng.choice(f.regions)
     rows = [r for r in f.survey if r.segment == seg and region in (None, r.region)]
     hits = sum(1 for r in rows if r.satisfaction >= threshold)
     scope = f"{seg} respondents" + (f" in {region}" if region else "")
@@ -134,10 +172,21 @@ def t_survey_sat(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSp
     return _spec(
         "survey_satisfaction",
         "compute",
-        f"Satisfaction of {scope}",
-        f"Using the final customer survey results, how many {scope} are there, how many of them "
-        f"gave a satisfaction score of {rated}, what share of them is that, and what is their "
-        "average satisfaction score?",
+        phrasing(rng, [f"Satisfaction of {scope}", f"Survey satisfaction: {scope}"]),
+        phrasing(
+            rng,
+            [
+                f"Using the final customer survey results, how many {scope} are there, how many "
+                f"of them gave a satisfaction score of {rated}, what share of them is that, and "
+                "what is their average satisfaction score?",
+                f"From the final customer survey results, count the {scope} and how many of them "
+                f"gave a satisfaction score of {rated}. What share of them is that, and what is "
+                "their average satisfaction score?",
+                f"I need a satisfaction read-out on the {scope} in the final customer survey "
+                f"results: how many of them there are, how many gave a satisfaction score of "
+                f"{rated}, what share of them that is, and their average satisfaction score.",
+            ],
+        ),
         {
             "respondents": "number of respondents in scope",
             "satisfied": f"number of them scoring {rated}",
@@ -171,17 +220,34 @@ def t_survey_wtp(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSp
     seg = _pick(f.segments, variant)
     rows = [r for r in f.survey if r.segment == seg]
     by_region = sorted(
-        ((_avg([r for r in rows if r.region == g]), g) for g in REGIONS), reverse=True
+        ((_avg([r for r in rows if r.region == g]), g) for g in f.regions), reverse=True
     )
     if by_region[0][0] - by_region[1][0] < 1:
         return None
     return _spec(
         "survey_wtp",
         "compute",
-        f"Willingness to pay in the {seg} segment",
-        f"From the final customer survey: what is the average willingness to pay of {seg} "
-        f"respondents, which region's {seg} respondents have the highest average, and what is "
-        "that average? Round averages to 2 decimals.",
+        phrasing(
+            rng,
+            [
+                f"Willingness to pay in the {seg} segment",
+                f"{seg} segment: average willingness to pay by region",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"From the final customer survey: what is the average willingness to pay of "
+                f"{seg} respondents, which region's {seg} respondents have the highest average, "
+                "and what is that average? Round averages to 2 decimals.",
+                f"What is the average willingness to pay of {seg} respondents in the final "
+                f"customer survey? Also, in which region do the {seg} respondents have the "
+                "highest average, and what is that average? Round averages to 2 decimals.",
+                f"Using the final customer survey, work out the average willingness to pay of "
+                f"the {seg} respondents, then find the region whose {seg} respondents have the "
+                "highest average and give that average too. Round the averages to 2 decimals.",
+            ],
+        ),
         {
             "avg_wtp": "number, USD",
             "top_region": "string, the region",
@@ -207,13 +273,34 @@ def t_interviewee(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskS
     if not f.interview_mails:
         return None
     sender, when, iv = _pick(f.interview_mails, variant)
+    sent = long_date(when)
     return _spec(
         "interviewee_budget",
         "multi_hop",
-        "Budget quoted in a customer interview",
-        f"On {long_date(when)}, {sender} emailed the engagement team a question about one of "
-        "the customer interviews. Answer it: who was the interviewee, which customer segment is "
-        "their company in, what annual budget did they quote, and when was the interview held?",
+        phrasing(
+            rng,
+            [
+                "Budget quoted in a customer interview",
+                "Customer interview: interviewee, segment and quoted budget",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"On {sent}, {sender} emailed the engagement team a question about one of the "
+                "customer interviews. Answer it: who was the interviewee, which customer segment "
+                "is their company in, what annual budget did they quote, and when was the "
+                "interview held?",
+                f"{sender} emailed the engagement team on {sent} with a question about one of the "
+                "customer interviews. Please answer it by giving the interviewee's name, the "
+                "customer segment their company is in, the annual budget they quoted and the "
+                "date the interview was held.",
+                f"There is an email from {sender} to the engagement team, sent on {sent}, asking "
+                "about one of the customer interviews. Who was the interviewee, which customer "
+                "segment is their company in, what annual budget did they quote, and on what "
+                "date was the interview held?",
+            ],
+        ),
         {
             "interview_date": "date of the interview",
             "interviewee": "string, the person's full name",
@@ -236,13 +323,27 @@ def t_slide_request(f: ConsultingFacts, rng: random.Random, variant: int) -> Tas
         return None
     r = _pick(f.requests, variant)
     how = "by email" if r.channel == "email" else "in the #engagement chat channel"
+    asked = long_date(r.when)
     return _spec(
         "slide_request",
         "multi_hop",
-        f"Figure requested by {r.who}",
-        f"On {long_date(r.when)}, {r.who} asked {how} for a figure from a slide of the "
-        "market-sizing deck. Which segment and which measure (TAM or SAM) is it, and what is "
-        "the figure?",
+        phrasing(
+            rng, [f"Figure requested by {r.who}", f"{r.who}'s request for a market-sizing figure"]
+        ),
+        phrasing(
+            rng,
+            [
+                f"On {asked}, {r.who} asked {how} for a figure from a slide of the market-sizing "
+                "deck. Which segment and which measure (TAM or SAM) is it, and what is the "
+                "figure?",
+                f"{r.who} asked {how} on {asked} for a figure from a slide of the market-sizing "
+                "deck. Work out which segment and which measure (TAM or SAM) they meant, and "
+                "give the figure.",
+                f"Please answer the request {r.who} made {how} on {asked}: they want a figure "
+                "from a slide of the market-sizing deck. Which segment and which measure (TAM or "
+                "SAM) is it, and what is the figure?",
+            ],
+        ),
         {"segment": "string", "metric": 'string, "TAM" or "SAM"', "value": "number, USD m"},
         [
             text("segment", r.segment, "Names the segment"),
@@ -259,14 +360,35 @@ def t_growth(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec |
     seg, year = _pick(order, variant), rng.choice(YEARS[3:])
     g = f.current_growth(seg)
     projected = round(f.tam[seg][0] * (1 + g / 100) ** (year - YEARS[0]), 4)
+    first = YEARS[0]
     return _spec(
         "growth_revision",
         "reconcile",
-        f"Agreed growth and {year} TAM for {seg}",
-        f"The client has been revising the growth assumptions behind the market sizing. What "
-        f"annual growth rate does the latest market-sizing deck show for the {seg} segment, "
-        f"which rate is agreed now, and what {year} TAM does the agreed rate imply when "
-        f"compounded annually from the deck's {YEARS[0]} TAM for {seg}?",
+        phrasing(
+            rng,
+            [
+                f"Agreed growth and {year} TAM for {seg}",
+                f"{seg}: agreed growth rate and implied {year} TAM",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"The client has been revising the growth assumptions behind the market sizing. "
+                f"What annual growth rate does the latest market-sizing deck show for the {seg} "
+                f"segment, which rate is agreed now, and what {year} TAM does the agreed rate "
+                f"imply when compounded annually from the deck's {first} TAM for {seg}?",
+                f"The growth assumptions behind the market sizing have been revised by the "
+                f"client. For the {seg} segment, give the annual growth rate shown in the latest "
+                f"market-sizing deck, the rate agreed now, and the {year} TAM implied by "
+                f"compounding the deck's {first} TAM for {seg} annually at the agreed rate.",
+                f"Where do we stand on growth for the {seg} segment? The client has been "
+                "revising the growth assumptions behind the market sizing. I need the annual "
+                f"growth rate the latest market-sizing deck shows for {seg}, the rate that is "
+                f"agreed now, and the {year} TAM the agreed rate implies, compounded annually "
+                f"from the deck's {first} TAM for {seg}.",
+            ],
+        ),
         {
             "deck_growth_pct": "number, percent",
             "agreed_growth_pct": "number, percent",
@@ -290,10 +412,30 @@ def t_industry(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec
     return _spec(
         "industry_cagr",
         "fact",
-        f"Industry CAGR vs agreed growth: {seg}",
-        f"What CAGR does the published industry outlook report give for the {seg} segment, "
-        "what annual growth rate is currently agreed with the client for that segment, and "
-        "what is the difference (report minus agreed, in percentage points)?",
+        phrasing(
+            rng,
+            [
+                f"Industry CAGR vs agreed growth: {seg}",
+                f"{seg}: industry outlook CAGR against the agreed growth rate",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"What CAGR does the published industry outlook report give for the {seg} "
+                "segment, what annual growth rate is currently agreed with the client for that "
+                "segment, and what is the difference (report minus agreed, in percentage "
+                "points)?",
+                f"Compare the published industry outlook report with what we have agreed with "
+                f"the client for the {seg} segment: give the report's CAGR for the segment, the "
+                "annual growth rate currently agreed with the client for it, and the difference "
+                "in percentage points (report minus agreed).",
+                f"For the {seg} segment, how does the CAGR in the published industry outlook "
+                "report compare with the annual growth rate currently agreed with the client? "
+                "Give both rates and the difference between them, report minus agreed, in "
+                "percentage points.",
+            ],
+        ),
         {
             "report_cagr_pct": "number, percent",
             "agreed_growth_pct": "number, percent",
@@ -312,13 +454,25 @@ def t_industry(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec
 
 def t_sow(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     m = _pick(f.milestones, variant)
+    sow = _where(f, SOW)
     return _spec(
         "sow_milestone",
         "fact",
-        f"SOW milestone: {m.name}",
-        f"According to the signed statement of work{_where(f, SOW)}, what fee is set for the "
-        f'milestone "{m.name}", what is its milestone number, when is it due, and what are the '
-        "total fees in the SOW?",
+        phrasing(rng, [f"SOW milestone: {m.name}", f"Statement of work milestone: {m.name}"]),
+        phrasing(
+            rng,
+            [
+                f"According to the signed statement of work{sow}, what fee is set for the "
+                f'milestone "{m.name}", what is its milestone number, when is it due, and what '
+                "are the total fees in the SOW?",
+                f'In the signed statement of work{sow}, look up the milestone "{m.name}": what '
+                "is its milestone number, what fee is set for it, and when is it due? Also give "
+                "the total fees in the SOW.",
+                f'For the milestone "{m.name}" in the signed statement of work{sow}, what are '
+                "its milestone number, its fee and its due date, and what do the fees in the SOW "
+                "come to in total?",
+            ],
+        ),
         {
             "fee": "number, USD",
             "milestone_number": "number",
@@ -345,10 +499,24 @@ def t_fee_change(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSp
     return _spec(
         "fee_change",
         "reconcile",
-        f"Current fee for {m.name}",
-        f'What fee did the signed statement of work set for the milestone "{m.name}", what is '
-        "its fee now, taking change requests into account, what do all milestones now cost in "
-        "total, and which change requests did the client approve?",
+        phrasing(rng, [f"Current fee for {m.name}", f"Fee for {m.name} after change requests"]),
+        phrasing(
+            rng,
+            [
+                f"What fee did the signed statement of work set for the milestone "
+                f'"{m.name}", what is its fee now, taking change requests into account, what do '
+                "all milestones now cost in total, and which change requests did the client "
+                "approve?",
+                f'The signed statement of work set a fee for the milestone "{m.name}". What was '
+                "that fee, what is the fee now once change requests are taken into account, "
+                "what do all milestones now cost in total, and which change requests did the "
+                "client approve?",
+                "Taking change requests into account, where do the fees stand? For the milestone "
+                f'"{m.name}", give the fee the signed statement of work set and its fee now; '
+                "also give what all milestones now cost in total, and list the change requests "
+                "the client approved.",
+            ],
+        ),
         {
             "original_fee": "number, USD, as signed",
             "fee": "number, USD",
@@ -374,10 +542,27 @@ def t_interview_budgets(f: ConsultingFacts, rng: random.Random, variant: int) ->
     return _spec(
         "interview_budgets",
         "compute",
-        f"Interview budgets in the {seg} segment",
-        f"Across all customer interview notes, which interviewees work at companies in the "
-        f"{seg} segment, what is the sum of the annual budgets they quoted, and what is the "
-        "largest single budget among them?",
+        phrasing(
+            rng,
+            [
+                f"Interview budgets in the {seg} segment",
+                f"{seg} segment: budgets quoted in customer interviews",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"Across all customer interview notes, which interviewees work at companies in "
+                f"the {seg} segment, what is the sum of the annual budgets they quoted, and what "
+                "is the largest single budget among them?",
+                f"Go through all the customer interview notes and find the interviewees who work "
+                f"at companies in the {seg} segment. Who are they, what do the annual budgets "
+                "they quoted sum to, and what is the largest single budget among them?",
+                f"Which interviewees, across all customer interview notes, work at companies in "
+                f"the {seg} segment? Give their names, the sum of the annual budgets they quoted "
+                "and the largest single budget any of them quoted.",
+            ],
+        ),
         {
             "interviewees": "list of full names",
             "total_budget": "number, USD",
@@ -403,12 +588,28 @@ def t_deck_pptx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpe
         return pptx_content(path, what, title=title, table_cell=tc)
 
     s0, s1, s2 = (f.segments[(variant + k) % len(f.segments)] for k in range(3))
+    partner = f.partner.name
     return _spec(
         "segment_deck",
         "deliverable",
-        f"Slide: TAM and SAM by segment, {year}",
-        f"{f.partner.name} wants a one-slide summary of the {year} market size by segment, "
-        "using the figures in the latest market-sizing deck.",
+        phrasing(
+            rng,
+            [
+                f"Slide: TAM and SAM by segment, {year}",
+                f"One-slide summary of {year} TAM and SAM by segment",
+            ],
+        ),
+        phrasing(
+            rng,
+            [
+                f"{partner} wants a one-slide summary of the {year} market size by segment, "
+                "using the figures in the latest market-sizing deck.",
+                f"Please build {partner} a one-slide summary of the {year} market size by "
+                "segment, taking the figures from the latest market-sizing deck.",
+                f"Using the figures in the latest market-sizing deck, put together a one-slide "
+                f"summary of the {year} market size by segment; {partner} asked for it.",
+            ],
+        ),
         {"total_tam": f"number, the total {year} TAM of all segments in USD m"},
         [
             file_exists(path, "Produces the deck"),
@@ -432,7 +633,7 @@ def t_deck_pptx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpe
 
 
 def t_survey_xlsx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
-    region = _pick(list(REGIONS), variant)
+    region = _pick(f.regions, variant)
     rows = [r for r in f.survey if r.region == region]
     path, sheet = "output/survey_averages.xlsx", "Averages"
     crit = [file_exists(path, "Produces the workbook")]
@@ -467,9 +668,20 @@ def t_survey_xlsx(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskS
     return _spec(
         "survey_averages",
         "deliverable",
-        f"Survey averages for {region}",
-        f"Build a workbook of customer survey averages per segment for respondents in {region}, "
-        "from the final survey results.",
+        phrasing(
+            rng, [f"Survey averages for {region}", f"{region}: customer survey averages by segment"]
+        ),
+        phrasing(
+            rng,
+            [
+                f"Build a workbook of customer survey averages per segment for respondents in "
+                f"{region}, from the final survey results.",
+                f"From the final survey results, prepare a workbook with the customer survey "
+                f"averages per segment for respondents in {region}.",
+                f"Could you put the customer survey averages per segment for respondents in "
+                f"{region} into a workbook? Use the final survey results.",
+            ],
+        ),
         {"respondents": f"number of survey respondents in {region}"},
         crit,
         {"region": region, "path": path},
@@ -489,12 +701,22 @@ def t_starter_named(f: ConsultingFacts, rng: random.Random, variant: int) -> Tas
     name = _pick(["TotalRespondents", "AvgSatisfaction", "AvgWTP"], variant)
     values = [r.wtp if name == "AvgWTP" else r.satisfaction for r in f.survey]
     value = len(values) if name == "TotalRespondents" else round(sum(values) / len(values), 6)
+    client = f.ctx.company
     return _spec(
         "starter_named_range",
         "fact",
-        f"Named range {name}",
-        f"The survey workbook `{SURVEY}` defines the named range `{name}`. What value does it "
-        "hold, and on which sheet is it?",
+        phrasing(rng, [f"Named range {name}", f"Survey workbook: named range {name}"]),
+        phrasing(
+            rng,
+            [
+                f"The survey workbook `{SURVEY}` of the {client} engagement defines the named "
+                f"range `{name}`. What value does it hold, and on which sheet is it?",
+                f"For the {client} engagement: in the survey workbook `{SURVEY}`, what value "
+                f"does the named range `{name}` hold, and which sheet is it on?",
+                f"Find the named range `{name}` in the survey workbook `{SURVEY}` of the "
+                f"{client} engagement and give the value it holds and the sheet it is on.",
+            ],
+        ),
         {"value": "number, rounded to 2 decimals", "sheet": "string, the sheet's name"},
         [
             numeric("value", value, "Reads the named value", rel_tol=0, abs_tol=0.006),
@@ -507,12 +729,22 @@ def t_starter_named(f: ConsultingFacts, rng: random.Random, variant: int) -> Tas
 
 def t_starter_revision(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     seg = sorted(f.revised)[0]
+    mail = f.revision_mails[0]
     return _spec(
         "starter_growth_email",
         "reconcile",
-        "Revised growth assumption",
-        f"Read the client's email `{f.revision_mails[0]}`. Which segment's growth assumption "
-        "does it revise, what rate does the client want now, and what rate did the deck use?",
+        phrasing(rng, ["Revised growth assumption", "Client email revising a growth assumption"]),
+        phrasing(
+            rng,
+            [
+                f"Read the client's email `{mail}`. Which segment's growth assumption does it "
+                "revise, what rate does the client want now, and what rate did the deck use?",
+                f"The client's email `{mail}` revises a growth assumption. Which segment's is "
+                "it, what rate does the client want now, and what rate did the deck use?",
+                f"Which segment's growth assumption does the client's email `{mail}` revise? "
+                "Give the rate the client wants now and the rate the deck used.",
+            ],
+        ),
         {
             "segment": "string",
             "new_growth_pct": "number, percent",
@@ -533,9 +765,18 @@ def t_starter_interview(f: ConsultingFacts, rng: random.Random, variant: int) ->
     return _spec(
         "starter_interview",
         "fact",
-        f"Interview with {iv.name}",
-        f"In `{iv.file}`, what annual budget did {iv.name} quote, and which company do they "
-        "work for?",
+        phrasing(rng, [f"Interview with {iv.name}", f"{iv.name}: quoted budget and company"]),
+        phrasing(
+            rng,
+            [
+                f"In `{iv.file}`, what annual budget did {iv.name} quote, and which company do "
+                "they work for?",
+                f"Which company does {iv.name} work for, and what annual budget did they quote "
+                f"in `{iv.file}`?",
+                f"Read `{iv.file}` and give the annual budget {iv.name} quoted and the company "
+                "they work for.",
+            ],
+        ),
         {"budget": "number, USD", "company": "string"},
         [
             numeric("budget", iv.budget, "States the budget"),

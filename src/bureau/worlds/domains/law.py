@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
-from ..fabric import CITIES, LAST, LAW_FIRMS, at, day, long_date, money, people, slug
+from ..fabric import CITIES, LAST, LAW_FIRMS, at, day, long_date, money, people, slug, split_half
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
 from ..render.sheets import Formula, WorkbookSpec
@@ -41,16 +41,21 @@ def build(ctx: WorldContext) -> LawFacts:
     starter = ctx.difficulty == "starter"
     firm = rng.choice(LAW_FIRMS)
     staff = people(
-        rng, 12, ["General Counsel", "Senior Counsel", "Paralegal", "CFO"], ctx.email_domain
+        rng,
+        12,
+        ["General Counsel", "Senior Counsel", "Paralegal", "CFO"],
+        ctx.email_domain,
+        ctx.split,
     )
-    outside = people(rng, 2, ["Partner", "Associate"], slug(firm.split()[0]) + ".example.com")
+    firm_domain = slug(firm.split()[0]) + ".example.com"
+    outside = people(rng, 2, ["Partner", "Associate"], firm_domain, ctx.split)
     facts = LawFacts(
         ctx=ctx,
         gc=staff[0],
         partner=outside[0],
         team=staff[1:4],
         directors=[p.name for p in staff[4:11]],
-        contracts=_contracts(rng, 4 if starter else rng.randint(6, 8)),
+        contracts=_contracts(rng, 4 if starter else rng.randint(6, 8), ctx.split),
     )
     executed = facts.contracts[:1] if starter else facts.contracts[: rng.randint(4, 5)]
     for c in executed:
@@ -77,10 +82,14 @@ def build(ctx: WorldContext) -> LawFacts:
     return facts
 
 
-def _contracts(rng: random.Random, n: int) -> list[Contract]:
-    names = rng.sample([f"{last} {suf}" for last in LAST for suf in CP_SUFFIX], n)
+def _contracts(rng: random.Random, n: int, split: str) -> list[Contract]:
+    """`n` contracts with the split's counterparties and laws; ids C-100 to C-499 in training
+    worlds and C-500 to C-899 in others, starting anywhere in that range."""
+    surnames = split_half(LAST, split)
+    names = rng.sample([f"{last} {suf}" for last in surnames for suf in CP_SUFFIX], n)
+    laws = split_half(LAWS, split)
     out = []
-    number = 100
+    number = (100 if split == "train" else 500) + rng.randint(0, 360)
     for name in names:
         number += rng.randint(1, 4)
         effective = date(2022 + rng.randint(0, 2), rng.randint(1, 12), rng.randint(1, 28))
@@ -97,7 +106,7 @@ def _contracts(rng: random.Random, n: int) -> list[Contract]:
                 effective=effective,
                 expiry=expiry,
                 annual_value=rng.randint(12, 480) * 5_000,
-                governing_law=rng.choice(LAWS),
+                governing_law=rng.choice(laws),
                 notice_days=rng.choice([30, 45, 60, 90]),
                 liability_cap=rng.randint(4, 60) * 50_000,
                 payment_days=rng.choice([30, 45, 60]),
@@ -108,9 +117,9 @@ def _contracts(rng: random.Random, n: int) -> list[Contract]:
 
 
 def _law_phrase(law: str) -> str:
-    if law == "England and Wales":
+    if law in ("England and Wales", "Scotland", "Singapore"):
         return f"the laws of {law}"
-    if law == "Ontario":
+    if law in ("Ontario", "Quebec"):
         return f"the laws of the Province of {law}"
     return f"the laws of the State of {law}"
 
@@ -235,7 +244,7 @@ def _ordinal(n: int) -> str:
 
 def _minutes(ctx: WorldContext, facts: LawFacts, n: int) -> None:
     rng = ctx.rng
-    titles = rng.sample(RESOLUTIONS, n * 4)
+    titles = rng.sample(split_half(RESOLUTIONS, ctx.split), n * 4)
     for m in range(n):
         held = date(2025, 2 + m * 5, rng.randint(3, 26))
         present = sorted(rng.sample(facts.directors, rng.randint(5, len(facts.directors))))
@@ -282,7 +291,8 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
     rng = ctx.rng
     c.amended_notice_days = c.notice_days + rng.choice([15, 30, 60])
     signed = c.effective + timedelta(days=rng.randint(120, 400))
-    counsel = f"{rng.choice(LAST)} Counsel <legal@{slug(c.counterparty)}.example.com>"
+    lawyer = rng.choice(split_half(LAST, ctx.split))
+    counsel = f"{lawyer} Counsel <legal@{slug(c.counterparty)}.example.com>"
     letter = f"contracts/amendments/{c.cid}_letter_amendment.pdf"
     doc = ctx.pdf(letter, f"Letter Amendment No. 1 to {c.kind} {c.cid}")
     doc.para(
@@ -314,7 +324,8 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
 
 def _matters(ctx: WorldContext, facts: LawFacts, n: int) -> None:
     rng = ctx.rng
-    claimants = rng.sample([f"{last} {s}" for last in LAST for s in ("Inc.", "Ltd", "LLC")], n)
+    surnames = split_half(LAST, ctx.split)
+    claimants = rng.sample([f"{last} {s}" for last in surnames for s in ("Inc.", "Ltd", "LLC")], n)
     for claimant in claimants:
         matter = Matter(
             name=f"{claimant} v. {ctx.company}",

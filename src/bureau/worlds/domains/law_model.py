@@ -17,7 +17,11 @@ KINDS = {
     "Software License Agreement": "license",
     "Distribution Agreement": "distribution",
 }
-LAWS = ("Delaware", "New York", "California", "England and Wales", "Ontario")
+LAWS = (
+    *("Delaware", "Texas", "New York", "Illinois", "California", "Scotland"),
+    *("England and Wales", "Quebec", "Ontario", "Singapore"),
+)
+"""Governing laws; a world draws from its split's half (`fabric.split_half`)."""
 ROLES = (
     "Project Manager",
     "Solution Architect",
@@ -37,7 +41,16 @@ RESOLUTIONS = (
     "Acquisition of a minority stake in a supplier",
     "Opening of a subsidiary in {city}",
     "Executive bonus pool for the year",
+    "Ratification of the dividend policy",
+    "Approval of the sustainability report",
+    "Extension of the chief executive's service agreement",
+    "Disposal of the logistics warehouse",
+    "Issue of new shares under the employee plan",
+    "Entry into the joint venture agreement",
+    "Change of the company's registered office",
+    "Adoption of the whistleblowing procedure",
 )
+"""Board resolutions; a world draws from its split's half."""
 REGISTER = "contracts/contract_register.xlsx"
 
 

@@ -16,6 +16,7 @@ from ..spec import (
     file_exists,
     judge,
     numeric,
+    phrasing,
     text,
     xlsx_cell,
 )
@@ -34,15 +35,34 @@ def t_liability_cap(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec |
     c = _pick(_executed(f), variant)
     starter = f.ctx.difficulty == "starter"
     where = f" (`{c.executed_pdf}`)" if starter else ""
+    gc, company, party = f.gc, f.ctx.company, c.counterparty
+    question = phrasing(
+        rng,
+        [
+            f"{gc.name} ({gc.title}) needs two terms of the executed {c.kind} between "
+            f"{company} and {party}{where}: the cap on each party's aggregate liability, and "
+            "the law that governs the agreement. Drafts do not count.",
+            f"What does the executed {c.kind} between {company} and {party}{where} say on "
+            f"liability and governing law? {gc.name} ({gc.title}) needs the cap on each "
+            "party's aggregate liability and the law that governs the agreement. Use the "
+            "executed agreement only: drafts do not count.",
+            f"{gc.name} ({gc.title}) is asking about the {c.kind} that {company} executed with "
+            f"{party}{where}. Please find the cap on each party's aggregate liability and the "
+            "law that governs the agreement. Only the executed version counts, not drafts.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Liability cap and governing law: {party}",
+            f"{party} agreement: liability cap and governing law",
+        ],
+    )
     return TaskSpec(
         template="law.liability_cap",
         kind="fact",
-        title=f"Liability cap and governing law: {c.counterparty}",
-        question=(
-            f"{f.gc.name} ({f.gc.title}) needs two terms of the executed {c.kind} between "
-            f"{f.ctx.company} and {c.counterparty}{where}: the cap on each party's aggregate "
-            "liability, and the law that governs the agreement. Drafts do not count."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "liability_cap": "number, the aggregate liability cap in USD",
             "governing_law": 'string, the jurisdiction whose law governs (e.g. "New York")',
@@ -65,16 +85,36 @@ def t_fee_schedule(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | 
     (r1, rate1), (r2, rate2) = rng.sample(c.fees, 2)
     h1, h2 = rng.randint(2, 40) * 5, rng.randint(2, 40) * 5
     total = h1 * rate1 + h2 * rate2
+    party = c.counterparty
+    question = phrasing(
+        rng,
+        [
+            f"Finance wants to check a work order under the executed {c.kind} with "
+            f"{party}: {h1} hours of {r1} and {h2} hours of {r2}, billed at the hourly "
+            "rates in the agreement's fee schedule. What is the hourly rate of each role, and "
+            "what does the work order cost in total?",
+            f"A work order under the executed {c.kind} with {party} covers {h1} hours of {r1} "
+            f"and {h2} hours of {r2}, billed at the hourly rates in the agreement's fee "
+            "schedule. Finance wants to check it: give the hourly rate of each role and the "
+            "total cost of the work order.",
+            f"Can you price a work order for Finance? It falls under the executed {c.kind} with "
+            f"{party} and is for {h1} hours of {r1} plus {h2} hours of {r2}, billed at the "
+            "hourly rates set out in the agreement's fee schedule. What is each role's hourly "
+            "rate, and what is the total cost of the work order?",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Cost of a work order under the {party} agreement",
+            f"{party} fee schedule: pricing a work order",
+        ],
+    )
     return TaskSpec(
         template="law.fee_schedule",
         kind="compute",
-        title=f"Cost of a work order under the {c.counterparty} agreement",
-        question=(
-            f"Finance wants to check a work order under the executed {c.kind} with "
-            f"{c.counterparty}: {h1} hours of {r1} and {h2} hours of {r2}, billed at the hourly "
-            "rates in the agreement's fee schedule. What is the hourly rate of each role, and "
-            "what does the work order cost in total?"
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "rate_1": f"number, the hourly rate of {r1} in USD",
             "rate_2": f"number, the hourly rate of {r2} in USD",
@@ -98,17 +138,39 @@ def _deadline(c: Contract) -> date:
 
 def t_notice(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     c = _pick(_executed(f), variant)
-    return TaskSpec(
-        template="law.notice_current",
-        kind="reconcile",
-        title=f"Termination notice for the {c.counterparty} agreement",
-        question=(
-            f"{f.ctx.company} may let its {c.kind} with {c.counterparty} end at its expiry date "
+    company, party = f.ctx.company, c.counterparty
+    question = phrasing(
+        rng,
+        [
+            f"{company} may let its {c.kind} with {party} end at its expiry date "
             "and terminate it for convenience. How many days of written notice does the "
             "agreement currently require, taking into account any amendment, and what is the "
             "latest date on which notice can be served so that it ends on its expiry date? "
-            "Count the notice period back in calendar days from the expiry date."
-        ),
+            "Count the notice period back in calendar days from the expiry date.",
+            f"{company} is considering terminating its {c.kind} with {party} for convenience, "
+            "letting it end at its expiry date. Taking any amendment into account, how many "
+            "days of written notice does the agreement require now, and by what date at the "
+            "latest must notice be served for the agreement to end on its expiry date? Count "
+            "the notice period back from the expiry date in calendar days.",
+            f"If {company} terminates its {c.kind} with {party} for convenience so that it ends "
+            "at its expiry date, what written notice period, in days, does the agreement "
+            "currently require (after any amendment), and what is the last date on which "
+            "notice can be served for it to end on its expiry date? The notice period counts "
+            "back in calendar days from the expiry date.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Termination notice for the {party} agreement",
+            f"{party} agreement: notice period and latest notice date",
+        ],
+    )
+    return TaskSpec(
+        template="law.notice_current",
+        kind="reconcile",
+        title=title,
+        question=question,
         answer_keys={
             "notice_days": "number, the notice period currently in force, in days",
             "expiry_date": "date, the agreement's expiry date",
@@ -134,15 +196,33 @@ def t_register_total(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec 
     year = rng.choice(sorted({c.expiry.year for c in f.contracts}))
     chosen = [c for c in f.contracts if c.governing_law == law or c.expiry.year == year]
     total = sum(c.annual_value for c in chosen)
+    question = phrasing(
+        rng,
+        [
+            f"For a risk review, the CFO needs the contracts in the contract register that are "
+            f"governed by {law} law or expire in {year} (or both). How many such contracts are "
+            "there, and what is their combined annual value? List their contract ids.",
+            f"The CFO is doing a risk review. Which contracts in the contract register are "
+            f"governed by {law} law, expire in {year}, or both? Give their contract ids, how "
+            "many of them there are, and their combined annual value.",
+            f"Please pull every contract from the contract register that is governed by {law} "
+            f"law or expires in {year} (a contract that meets both counts once). For a risk "
+            "review, the CFO needs their number, their combined annual value and a list of "
+            "their contract ids.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Contract value: {law} law or expiring in {year}",
+            f"Risk review: contracts under {law} law or expiring in {year}",
+        ],
+    )
     return TaskSpec(
         template="law.register_total",
         kind="compute",
-        title=f"Contract value: {law} law or expiring in {year}",
-        question=(
-            f"For a risk review, the CFO needs the contracts in the contract register that are "
-            f"governed by {law} law or expire in {year} (or both). How many such contracts are "
-            "there, and what is their combined annual value? List their contract ids."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "count": "number of contracts",
             "total_annual_value": "number, their combined annual value in USD",
@@ -163,15 +243,34 @@ def t_board_votes(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | N
     meeting = _pick(f.meetings, variant)
     r = _pick(meeting.resolutions, variant // max(1, len(f.meetings)) + rng.randint(0, 3))
     where = f" (`{meeting.file}`)" if f.ctx.difficulty == "starter" else ""
+    held = long_date(meeting.held)
+    question = phrasing(
+        rng,
+        [
+            f"At the board meeting of {held}{where}, resolution {r.number} "
+            f'("{r.title}") was put to a vote. Which directors voted against it, who abstained, '
+            "and did it pass? A resolution passes when more directors vote for it than against.",
+            f'Resolution {r.number} ("{r.title}") was voted on at the board meeting of '
+            f"{held}{where}. Who voted against it, which directors abstained, and was it "
+            "passed? It passes if more directors voted for it than against it.",
+            f'Please check the vote on resolution {r.number} ("{r.title}") at the board meeting '
+            f"of {held}{where}: list the directors who voted against it and those who "
+            "abstained, and say whether it passed. A resolution passes when more directors "
+            "vote for it than against.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Board vote on resolution {r.number} ({held})",
+            f"Resolution {r.number}: how the board voted on {held}",
+        ],
+    )
     return TaskSpec(
         template="law.board_votes",
         kind="fact",
-        title=f"Board vote on resolution {r.number} ({long_date(meeting.held)})",
-        question=(
-            f"At the board meeting of {long_date(meeting.held)}{where}, resolution {r.number} "
-            f'("{r.title}") was put to a vote. Which directors voted against it, who abstained, '
-            "and did it pass? A resolution passes when more directors vote for it than against."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "voted_against": "list of director names",
             "abstained": "list of director names (empty if none)",
@@ -194,16 +293,35 @@ def t_nda(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     who, when, cid = _pick(f.flags, variant)
     contract = next(c for c in f.contracts if c.cid == cid)
     nda = next(n for n in f.ndas if n.counterparty == contract.counterparty)
-    return TaskSpec(
-        template="law.nda_confidentiality",
-        kind="multi_hop",
-        title="Confidentiality obligations for a flagged contract",
-        question=(
+    question = phrasing(
+        rng,
+        [
             f"On {long_date(when)}, {who} asked in the #legal-ops channel how long our "
             "confidentiality obligations last towards the counterparty of the contract that "
             "Finance flagged. Who is that counterparty, and on what date do the confidentiality "
-            "obligations under our NDA with them end?"
-        ),
+            "obligations under our NDA with them end?",
+            f"{who} asked in the #legal-ops channel on {long_date(when)} how long our "
+            "confidentiality obligations last towards the counterparty of the contract Finance "
+            "flagged. Identify that counterparty and give the date on which the confidentiality "
+            "obligations under our NDA with them end.",
+            f"Please answer the question {who} raised in the #legal-ops channel on "
+            f"{long_date(when)}: how long do our confidentiality obligations last towards the "
+            "counterparty of the contract that Finance flagged? Name that counterparty and the "
+            "date on which the confidentiality obligations under our NDA with them end.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            "Confidentiality obligations for a flagged contract",
+            "NDA confidentiality end date for the flagged contract's counterparty",
+        ],
+    )
+    return TaskSpec(
+        template="law.nda_confidentiality",
+        kind="multi_hop",
+        title=title,
+        question=question,
         answer_keys={
             "counterparty": "string, the counterparty's name",
             "confidentiality_end": "date the confidentiality obligations end",
@@ -228,15 +346,30 @@ def t_nda(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
 def t_litigation(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     matter = _pick(f.matters, variant)
     total = sum(m.claimed for m in f.matters)
+    gc, company = f.gc.name, f.ctx.company
+    question = phrasing(
+        rng,
+        [
+            f"For the board pack, {gc} needs the total amount claimed against "
+            f"{company} across all matters in the litigation folder, and the date of the "
+            f"next hearing in {matter.name}, as it stands after any rescheduling.",
+            f"{gc} is putting together the board pack. What is the total amount claimed "
+            f"against {company} across all matters in the litigation folder, and when is the "
+            f"next hearing in {matter.name}, taking any rescheduling into account?",
+            f"Across all matters in the litigation folder, how much is claimed against "
+            f"{company} in total? And on what date is the next hearing in {matter.name}, as it "
+            f"stands after any rescheduling? {gc} needs both for the board pack.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        ["Litigation exposure and next hearing", "Board pack: litigation claims and next hearing"],
+    )
     return TaskSpec(
         template="law.litigation_exposure",
         kind="reconcile",
-        title="Litigation exposure and next hearing",
-        question=(
-            f"For the board pack, {f.gc.name} needs the total amount claimed against "
-            f"{f.ctx.company} across all matters in the litigation folder, and the date of the "
-            f"next hearing in {matter.name}, as it stands after any rescheduling."
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "total_claimed": "number, total amount claimed in USD",
             "next_hearing": f"date of the next hearing in {matter.name}",
@@ -281,14 +414,31 @@ def t_expiring(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None
         )
     )
     criteria.append(numeric("count", len(chosen), "Counts the expiring contracts"))
+    start, end, company = lo.isoformat(), hi.isoformat(), f.ctx.company
+    question = phrasing(
+        rng,
+        [
+            f"Prepare a schedule of every contract in the {company} contract register that "
+            f"expires between {start} and {end} inclusive, sorted by expiry date.",
+            f"Using the {company} contract register, put together a schedule of all contracts "
+            f"that expire from {start} to {end}, both dates inclusive, sorted by expiry date.",
+            f"Which contracts in the {company} contract register expire between {start} and "
+            f"{end} (inclusive)? Please list every one of them in a schedule sorted by expiry "
+            "date.",
+        ],
+    )
+    title = phrasing(
+        rng,
+        [
+            f"Schedule of contracts expiring {start} to {end}",
+            f"Contracts expiring between {start} and {end}",
+        ],
+    )
     return TaskSpec(
         template="law.expiring_schedule",
         kind="deliverable",
-        title=f"Schedule of contracts expiring {lo.isoformat()} to {hi.isoformat()}",
-        question=(
-            f"Prepare a schedule of every contract in the contract register that expires between "
-            f"{lo.isoformat()} and {hi.isoformat()} inclusive, sorted by expiry date."
-        ),
+        title=title,
+        question=question,
         answer_keys={"count": "number of contracts in the schedule"},
         deliverables={
             path: (
@@ -311,16 +461,32 @@ def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     path = "output/termination_memo.docx"
     heading = f"Termination of the {c.kind} with {c.counterparty}"
     deadline = _deadline(c).isoformat()
+    gc, party = f.gc.name, c.counterparty
+    question = phrasing(
+        rng,
+        [
+            f"{gc} wants a short internal memo on terminating the {c.kind} with "
+            f"{party} at its expiry date. The memo must state the notice period in force "
+            "(after any amendment) and the latest date to serve notice, counting the notice "
+            "period back in calendar days from the expiry date.",
+            f"Please draft a short internal memo for {gc} on terminating the {c.kind} with "
+            f"{party} at its expiry date. It must state the notice period in force, after any "
+            "amendment, and the latest date to serve notice, with the notice period counted "
+            "back in calendar days from the expiry date.",
+            f"{gc} has asked for a short internal memo: we want to terminate the {c.kind} with "
+            f"{party} at its expiry date. The memo has to give the notice period in force "
+            "(taking any amendment into account) and the latest date to serve notice; count "
+            "the notice period back in calendar days from the expiry date.",
+        ],
+    )
+    title = phrasing(
+        rng, [f"Termination memo: {party}", f"Memo on terminating the {party} agreement"]
+    )
     return TaskSpec(
         template="law.termination_memo",
         kind="deliverable",
-        title=f"Termination memo: {c.counterparty}",
-        question=(
-            f"{f.gc.name} wants a short internal memo on terminating the {c.kind} with "
-            f"{c.counterparty} at its expiry date. The memo must state the notice period in force "
-            "(after any amendment) and the latest date to serve notice, counting the notice "
-            "period back in calendar days from the expiry date."
-        ),
+        title=title,
+        question=question,
         answer_keys={"notice_deadline": "date, the latest date to serve notice"},
         deliverables={
             path: (
@@ -364,14 +530,25 @@ def t_memo(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
 
 def t_starter_register(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     c = _pick(f.contracts, variant)
+    question = phrasing(
+        rng,
+        [
+            f"Look up contract {c.cid} in `{REGISTER}`. Who is the counterparty, and what is "
+            "the contract's annual value?",
+            f"Who is the counterparty to contract {c.cid} in `{REGISTER}`, and what is the "
+            "contract's annual value?",
+            f"In `{REGISTER}`, find contract {c.cid} and give its counterparty and its annual "
+            "value.",
+        ],
+    )
+    title = phrasing(
+        rng, [f"Register lookup: {c.cid}", f"Contract {c.cid}: counterparty and annual value"]
+    )
     return TaskSpec(
         template="law.starter_register_value",
         kind="fact",
-        title=f"Register lookup: {c.cid}",
-        question=(
-            f"Look up contract {c.cid} in `{REGISTER}`. Who is the counterparty, and what is "
-            "the contract's annual value?"
-        ),
+        title=title,
+        question=question,
         answer_keys={
             "counterparty": "string, the counterparty's name",
             "annual_value": "number, annual value in USD",
@@ -388,14 +565,23 @@ def t_starter_register(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
 
 def t_starter_hearing(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     m = f.matters[0]
+    question = phrasing(
+        rng,
+        [
+            f"The case memo for {m.name} lists a hearing date, but read the email "
+            f"`{f.hearing_mail}` too. On what date is the hearing now listed?",
+            f"The case memo for {m.name} gives a hearing date, and there is also the email "
+            f"`{f.hearing_mail}` to read. What date is the hearing listed for now?",
+            f"When is the hearing in {m.name} now listed? The case memo gives a date, but take "
+            f"the email `{f.hearing_mail}` into account too.",
+        ],
+    )
+    title = phrasing(rng, [f"Hearing date: {m.name}", f"{m.name}: current hearing date"])
     return TaskSpec(
         template="law.starter_hearing_email",
         kind="reconcile",
-        title=f"Hearing date: {m.name}",
-        question=(
-            f"The case memo for {m.name} lists a hearing date, but read the email "
-            f"`{f.hearing_mail}` too. On what date is the hearing now listed?"
-        ),
+        title=title,
+        question=question,
         answer_keys={"next_hearing": "date of the hearing as now listed"},
         criteria=[text("next_hearing", m.next_hearing.isoformat(), "Uses the rescheduled date")],
         gold={"next_hearing": m.next_hearing.isoformat()},

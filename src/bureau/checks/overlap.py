@@ -1,0 +1,212 @@
+"""How much two datasets share in their instructions: exact, name-masked and near duplicates.
+
+A held-out claim is only as good as the split: an evaluation prompt that is word for word a
+training prompt measures recall, not skill. `find_overlap(train, eval)` compares every
+instruction of the second dataset with every instruction of the first at three levels:
+
+- **exact**: the same text, whitespace aside.
+- **same but for names**: the same text once each world's own names are masked (its company,
+  people, counterparties, project code names: the words the generator lists under the
+  manifest's `worlds[].names`; for other datasets, the company in task.toml's metadata). The
+  same question about another company's people.
+- **near**: word 3-gram Jaccard similarity of the masked texts at or above a threshold (0.8 by
+  default): a rephrasing that keeps most of the wording.
+
+Paragraphs that more than half of all instructions share (the answer convention every bureau
+task ends with) are left out of the masked and near comparisons, so they measure the part of
+an instruction that is the task's own. Candidates for the near level come from an inverted
+index of 3-grams, so the full default splits (1928 x 480 tasks) compare in seconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bureau.tasks.dataset import load_dataset
+from bureau.tasks.taskdir import load_task_dir
+
+NEAR_THRESHOLD = 0.8
+SHINGLE = 3
+MASK = "<name>"
+_WORD = re.compile(r"\d[\d,.]*\d|\w[\w'-]*|[^\w\s]")
+"""A word: a number (1,250.5 whole), a word with its hyphens and apostrophes, or a sign."""
+
+
+@dataclass(frozen=True)
+class Instruction:
+    task: str
+    template: str
+    text: str
+    names: tuple[str, ...]
+    """The world's own names, masked in the name-masked and near comparisons."""
+
+
+@dataclass
+class Pair:
+    task: str
+    other: str
+    """The first dataset's task it overlaps with."""
+    similarity: float
+
+
+@dataclass
+class TemplateOverlap:
+    tasks: int = 0
+    exact: int = 0
+    masked: int = 0
+    near: int = 0
+
+
+@dataclass
+class OverlapReport:
+    first: str
+    second: str
+    first_tasks: int
+    second_tasks: int
+    threshold: float
+    exact: list[Pair] = field(default_factory=list)
+    masked: list[Pair] = field(default_factory=list)
+    """Second-dataset tasks equal to a first-dataset task once names are masked (the exact
+    ones included)."""
+    near: list[Pair] = field(default_factory=list)
+    """Second-dataset tasks whose best match is at or above the threshold (all of the above
+    included), with that match."""
+    templates: dict[str, TemplateOverlap] = field(default_factory=dict)
+
+    def to_dict(self, examples: int = 10) -> dict[str, Any]:
+        def pairs(found: list[Pair]) -> list[dict[str, Any]]:
+            return [vars(p) for p in found[:examples]]
+
+        return {
+            "first": self.first,
+            "second": self.second,
+            "first_tasks": self.first_tasks,
+            "second_tasks": self.second_tasks,
+            "threshold": self.threshold,
+            "exact": len(self.exact),
+            "masked": len(self.masked),
+            "near": len(self.near),
+            "examples": {
+                "exact": pairs(self.exact),
+                "masked": pairs(self.masked),
+                "near": pairs(self.near),
+            },
+            "templates": {name: vars(t) for name, t in sorted(self.templates.items())},
+        }
+
+
+def load_instructions(root: Path) -> list[Instruction]:
+    """Every task's instruction, template and world names (a dataset folder or one task)."""
+    if (root / "task.toml").is_file():
+        paths: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
+    else:
+        dataset = load_dataset(root)
+        world_names: dict[str, tuple[str, ...]] = {}
+        for world in dataset.manifest.worlds:
+            listed = world.get("names")
+            if isinstance(listed, list):
+                world_names[str(world.get("world_id"))] = tuple(str(n) for n in listed)
+        paths = [(dataset.root / e.path, world_names.get(e.world_id, ())) for e in dataset.entries]
+    found = []
+    for path, names in paths:
+        task = load_task_dir(path)
+        meta = task.config.metadata
+        company = meta.get("company")
+        extra = tuple(str(company).split()) if isinstance(company, str) and not names else ()
+        template = meta.get("template")
+        found.append(
+            Instruction(
+                task.name,
+                template if isinstance(template, str) else "",
+                task.instruction,
+                names + extra,
+            )
+        )
+    return found
+
+
+def find_overlap(
+    first: list[Instruction],
+    second: list[Instruction],
+    *,
+    threshold: float = NEAR_THRESHOLD,
+    first_label: str = "first",
+    second_label: str = "second",
+) -> OverlapReport:
+    """Each of `second`'s instructions against all of `first`'s (see the module docstring)."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    common = _common_paragraphs([i.text for i in first + second])
+    exact_index = {_normalized(i.text): i.task for i in first}
+    masked_first = [_masked(i, common) for i in first]
+    masked_index = {text: i.task for text, i in zip(masked_first, first, strict=True)}
+    shingles_first = [_shingles(text) for text in masked_first]
+    postings: dict[tuple[str, ...], list[int]] = {}
+    for n, grams in enumerate(shingles_first):
+        for gram in grams:
+            postings.setdefault(gram, []).append(n)
+    report = OverlapReport(first_label, second_label, len(first), len(second), threshold)
+    for item in second:
+        row = report.templates.setdefault(item.template or "(none)", TemplateOverlap())
+        row.tasks += 1
+        other = exact_index.get(_normalized(item.text))
+        if other is not None:
+            report.exact.append(Pair(item.task, other, 1.0))
+            row.exact += 1
+        masked = _masked(item, common)
+        other = masked_index.get(masked)
+        if other is not None:
+            report.masked.append(Pair(item.task, other, 1.0))
+            row.masked += 1
+        best = _best_match(_shingles(masked), shingles_first, postings)
+        if best is not None and best[1] >= threshold:
+            report.near.append(Pair(item.task, first[best[0]].task, round(best[1], 4)))
+            row.near += 1
+    return report
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [_normalized(p) for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def _common_paragraphs(texts: list[str]) -> set[str]:
+    counts = Counter(p for text in texts for p in set(_paragraphs(text)))
+    return {p for p, n in counts.items() if n > len(texts) / 2}
+
+
+def _masked(item: Instruction, common: set[str]) -> str:
+    text = "\n".join(p for p in _paragraphs(item.text) if p not in common)
+    for name in sorted(set(item.names), key=len, reverse=True):
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", MASK, text)
+    return text
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    if len(words) < SHINGLE:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)}
+
+
+def _best_match(
+    grams: set[tuple[str, ...]],
+    first: list[set[tuple[str, ...]]],
+    postings: dict[tuple[str, ...], list[int]],
+) -> tuple[int, float] | None:
+    shared: Counter[int] = Counter()
+    for gram in grams:
+        shared.update(postings.get(gram, ()))
+    best: tuple[int, float] | None = None
+    for n, common in shared.items():
+        similarity = common / (len(grams) + len(first[n]) - common)
+        if best is None or similarity > best[1]:
+            best = (n, similarity)
+    return best

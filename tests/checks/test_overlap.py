@@ -1,0 +1,116 @@
+"""`bureau tasks overlap`: hand-made instructions at each level, then the real splits.
+
+The last tests build the full default train and eval splits and the demo's starter sets and
+fail on any exact duplicate: the splits are disjoint by construction (each split draws the
+names its instructions mention from its own half of every pool), and this is the check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bureau.checks.overlap import Instruction, find_overlap, load_instructions
+from bureau.cli.demo_rl import DemoSizes
+from bureau.worlds.builder import BuildConfig, build_split
+
+CONVENTION = "## How to answer\n\nWrite output/answer.json with the keys above."
+
+
+def instruction(
+    task: str, text: str, names: tuple[str, ...] = (), template: str = "t"
+) -> Instruction:
+    return Instruction(task, template, f"# Title\n\n{text}\n\n{CONVENTION}\n", names)
+
+
+def test_levels_of_overlap() -> None:
+    train = [
+        instruction("a", "Look up contract C-101 for Ana Weber at Cobalt Energy."),
+        instruction("b", "What is the 2027 TAM of the Enterprise segment, and its SAM?", (), "u"),
+        instruction("c", "Which directors voted against resolution 2?"),
+    ]
+    evaluation = [
+        # word for word (whitespace aside)
+        instruction(
+            "x", "Look up contract  C-101 for Ana Weber\nat Cobalt Energy.", ("Ana", "Cobalt")
+        ),
+        # the same question about another world's people and company
+        instruction(
+            "y", "Look up contract C-101 for Ben Osei at Amber Energy.", ("Ben", "Osei", "Amber")
+        ),
+        # one word changed in a long question: near, not exact
+        instruction("z", "What is the 2028 TAM of the Enterprise segment, and its SAM?", (), "u"),
+        instruction("w", "Summarise the indemnity clause of the supply agreement in a memo."),
+    ]
+    # Masking needs the train task's names too: "Ana", "Weber", "Cobalt" are world names there.
+    train[0] = instruction("a", train[0].text.split("\n\n")[1], ("Ana", "Weber", "Cobalt"))
+    evaluation[0] = instruction("x", evaluation[0].text.split("\n\n")[1], train[0].names)
+    found = find_overlap(train, evaluation, threshold=0.5)
+    assert [(p.task, p.other) for p in found.exact] == [("x", "a")]
+    assert [(p.task, p.other) for p in found.masked] == [("x", "a"), ("y", "a")]
+    # The title and the answer convention are in every text, so left out. The question is 14
+    # words ("segment" "," ... "sam" "?"), 12 3-grams; 2027 -> 2028 changes the 3 that hold
+    # the year: 9 shared of 15 in all, 0.6.
+    near = {p.task: (p.other, p.similarity) for p in found.near}
+    assert near == {"x": ("a", 1.0), "y": ("a", 1.0), "z": ("b", 0.6)}
+    assert (found.templates["t"].tasks, found.templates["t"].exact) == (3, 1)
+    assert found.templates["u"].near == 1
+    assert find_overlap(train, evaluation, threshold=0.7).to_dict()["near"] == 2
+
+
+def test_the_shared_answer_convention_does_not_make_tasks_alike() -> None:
+    """Without leaving out the paragraph every task shares, two unrelated short questions
+    would look alike through it."""
+    train = [instruction(f"t{i}", f"Question number {i} about file {i}.") for i in range(3)]
+    evaluation = [instruction("e", "An unrelated request about a merger model.")]
+    assert find_overlap(train, evaluation).near == []
+    with pytest.raises(ValueError):
+        find_overlap(train, evaluation, threshold=0)
+
+
+@pytest.mark.slow
+def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> None:
+    """The full default splits (`bureau worlds build --split train|eval`) and the demo's
+    starter sets: no evaluation instruction is word for word a training one, through the
+    command a user runs."""
+    sizes = DemoSizes()
+    pairs = {
+        "default": [
+            BuildConfig("train", 112, 1928, 0, tmp_path / "train", jobs=2),
+            BuildConfig("eval", 33, 480, 0, tmp_path / "eval", jobs=2),
+        ],
+        "demo": [
+            BuildConfig(
+                "train", sizes.train_worlds, sizes.train_worlds * 8, 0, tmp_path / "demo-train",
+                "starter", jobs=2,
+            ),
+            BuildConfig(
+                "eval", sizes.eval_worlds, sizes.eval_worlds * 8, 0, tmp_path / "demo-eval",
+                "starter", jobs=2,
+            ),
+        ],
+    }  # fmt: skip
+    for name, (train, evaluation) in pairs.items():
+        build_split(train)
+        build_split(evaluation)
+        report = tmp_path / f"{name}.json"
+        done = subprocess.run(
+            [
+                sys.executable, "-m", "bureau.cli.main", "tasks", "overlap",
+                str(train.out), str(evaluation.out), "--report", str(report),
+            ],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        print(done.stdout[-4000:])
+        found = json.loads(report.read_text())
+        assert (found["first_tasks"], found["second_tasks"]) == (train.tasks, evaluation.tasks)
+        assert found["exact"] == 0, found["examples"]["exact"]
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        # Every world lists its own names for the masked comparison.
+        manifest = json.loads((evaluation.out / "bureau-dataset.json").read_text())
+        assert all(world["names"] for world in manifest["worlds"])
+        assert len(load_instructions(evaluation.out)) == evaluation.tasks
