@@ -399,3 +399,21 @@ def test_a_repair_never_pushes_a_steps_weights_under_the_old_version(tmp_path: P
     labels = controller.weights.labels  # type: ignore[attr-defined]
     assert len(labels) > 6  # repairs ran between the steps
     assert all(label == held for label, held in labels), labels
+
+
+def test_evaluation_tasks_that_are_training_tasks_are_named(tmp_path: Path) -> None:
+    """The same folder, or another folder with the same instruction (whitespace aside), is not
+    held out; another instruction is."""
+    from bureau.loop.data import trained_on
+
+    def task(name: str, text: str) -> TaskRef:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "instruction.md").write_text(text)
+        return TaskRef(name=name, path=str(folder))
+
+    train = [task("t1", "Look up C-101.\n"), task("t2", "Sum the fees.")]
+    copy = task("e1", "Look up   C-101.")
+    other = task("e2", "Look up C-501.")
+    assert trained_on([train[1], copy, other], train) == ["t2", "e1"]
+    assert trained_on([other], train) == []

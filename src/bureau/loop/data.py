@@ -49,6 +49,18 @@ def load_tasks(root: Path, selection: TaskFilter | None = None) -> list[TaskRef]
     return tasks
 
 
+def trained_on(eval_tasks: Sequence[TaskRef], train_tasks: Sequence[TaskRef]) -> list[str]:
+    """The evaluation tasks that are not held out: a training task's folder, or a training
+    task's instruction word for word (whitespace aside)."""
+
+    def text(task: TaskRef) -> str:
+        return " ".join((Path(task.path) / "instruction.md").read_text(encoding="utf-8").split())
+
+    paths = {t.path for t in train_tasks}
+    instructions = {text(t) for t in train_tasks}
+    return [t.name for t in eval_tasks if t.path in paths or text(t) in instructions]
+
+
 def group_id(position: int, task: TaskRef) -> str:
     return f"g{position:06d}/{task.name}"
 

@@ -21,7 +21,7 @@ from bureau.config import dump_resolved_config
 from bureau.loop import checkpoints
 from bureau.loop.config import RunConfig
 from bureau.loop.controller import Controller, LoopSettings
-from bureau.loop.data import TaskStream, load_tasks
+from bureau.loop.data import TaskStream, load_tasks, trained_on
 from bureau.loop.metrics import MetricsLog, truncate_metrics
 from bureau.loop.rollout import TaskRef
 
@@ -123,7 +123,14 @@ def train(
         say(f"resuming from step {version} ({dropped} metric lines past it dropped)")
     tasks = load_tasks(config.data.train, config.data.train_filter)
     eval_tasks = load_tasks(config.data.eval, config.data.eval_filter) if config.data.eval else []
-    say(f"{len(tasks)} training tasks, {len(eval_tasks)} held-out tasks")
+    seen = trained_on(eval_tasks, tasks)
+    if seen:
+        say(
+            f"warning: {len(seen)} of {len(eval_tasks)} evaluation tasks are training tasks (the "
+            f"same folder or instruction, e.g. {seen[0]}): their Pass@1 is not held out"
+        )
+    held_out = "held-out" if not seen else "evaluation"
+    say(f"{len(tasks)} training tasks, {len(eval_tasks)} {held_out} tasks")
     if config.preeval.enabled and resume is None:
         preevaluate(config, tasks, say)
     started_ray = connect_ray(config)
@@ -167,6 +174,9 @@ def train(
         asyncio.run(main())
         evals_file = out / "evals.json"
         earlier = json.loads(evals_file.read_text()) if evals_file.is_file() else []
+        for result in controller.evals:
+            result["held_out"] = not seen
+            result["tasks_also_trained_on"] = len(seen)
         evals_file.write_text(json.dumps(earlier + controller.evals, indent=1) + "\n")
         return controller.version
     finally:
