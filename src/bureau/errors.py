@@ -15,7 +15,7 @@ class SystemErrorKind(StrEnum):
 
     A policy under RL learns anything that turns a 0 into a masked trial, so each kind says
     whether the agent can cause it. The agent's kinds (`AGENT_KINDS` and, once the agent has
-    started, `AGENT_PHASE_KINDS` in `bureau.evaluation.attempts`) are graded failures with
+    started, `AGENT_PHASE_KINDS` in `bureau.trials.attempt`) are graded failures with
     reward 0 in training and evaluation alike; only the rest are masked and reported.
     """
 

@@ -45,32 +45,6 @@ def test_atif_document(make_record: Callable[..., TrajectoryRecord]) -> None:
     json.dumps(doc)  # JSON-ready
 
 
-def test_a_trial_result_completes_the_agent_record(
-    tmp_path: Path, make_record: Callable[..., TrajectoryRecord]
-) -> None:
-    from bureau.harness.agent import complete_record
-    from bureau.trials.result import ExceptionInfo, TrialResult
-
-    def result(name: str, **fields: object) -> TrialResult:
-        base = {"task_name": "law/t1", "task_id": {}, "task_checksum": "", "agent_info": {}}
-        return TrialResult.model_validate({**base, "trial_name": name, "trial_uri": "", **fields})
-
-    for name in ("ok", "failed"):
-        (tmp_path / name / "agent").mkdir(parents=True)
-        record = make_record(name, reward=None)
-        (tmp_path / name / "agent" / "record.json").write_text(json.dumps(record.to_dict()))
-    graded = complete_record(result("ok", reward=0.5), tmp_path)
-    assert graded is not None
-    assert (graded.reward, graded.group_id, graded.trial_name) == (0.5, "law/t1", "ok")
-    crash = ExceptionInfo.of(RuntimeError("tool server died"))
-    failed = complete_record(
-        result("failed", status="tool_server_error", reward=1.0, exception_info=crash), tmp_path
-    )
-    assert failed is not None
-    assert failed.reward is None and failed.system_error == "tool server died"
-    assert complete_record(result("none"), tmp_path) is None
-
-
 def test_the_harness_asks_for_the_tool_groups_of_its_tools_and_the_answer_file() -> None:
     from bureau.harness.agent import harness_tool_groups
     from bureau.harness.loop import HarnessConfig

@@ -21,8 +21,7 @@ from bureau.loop.controller import Controller, LoopSettings, LoopStalled
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
-from bureau.loop.worker import empty_record
-from bureau.records import TrainBatch
+from bureau.records import TrainBatch, TrajectoryRecord
 
 TASKS = [
     TaskRef(name=f"t{i}", path=f"/tasks/t{i}", domain=("law", "banking")[i % 2]) for i in range(7)
@@ -73,7 +72,10 @@ class FakeRollout:
             second = self._label()
         finally:
             self.engine.busy -= 1
-        record = empty_record(request, "completed")
+        record = TrajectoryRecord(
+            f"{request.group_id}#{request.attempt}", request.task.name, "", [], [], [], [], [],
+            [], [], [], [], "answered", 0.0, 0.0, 0.0, trial_status="completed",
+        )  # fmt: skip
         record.token_ids = [1, 2, 3, 4, 5]
         record.loss_mask = [0, 1, 1, 0, 1]
         record.sampler_logprobs = [0.0, -1.0, -1.0, 0.0, -1.0]

@@ -113,6 +113,8 @@ class RecordConfig(StrictModel):
     """Trials in flight at once."""
     isolation: Literal["bwrap", "none"] = "bwrap"
     """bwrap sandboxes, or none (unsafe: no isolation)."""
+    agent_timeout_s: float | None = Field(default=None, gt=0)
+    """Cap on each agent's time, on top of the task's own limit (as in `bureau eval`)."""
     retries: int = Field(default=0, ge=0)
     """Attempts after the first of a trial the machinery failed (`bureau.trials.retry`)."""
     faults: FaultConfig = Field(default_factory=FaultConfig)

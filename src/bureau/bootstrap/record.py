@@ -19,7 +19,6 @@ from pathlib import Path
 from bureau.bootstrap.config import RecordConfig
 from bureau.records import TrajectoryRecord, write_parquet
 from bureau.tasks.taskdir import TaskDir
-from bureau.trials.result import TrialResult
 
 PARQUET = "trajectories.parquet"
 TEACHER_LOG = "teacher.jsonl"
@@ -61,13 +60,14 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
     from transformers import AutoTokenizer
 
     from bureau.bootstrap.scripted import AttemptCounter, ScriptedAgent
-    from bureau.harness.agent import complete_record
     from bureau.harness.render import Renderer
     from bureau.sandbox import get_runtime
     from bureau.tasks.taskdir import load_task_dir
+    from bureau.trials.attempt import AttemptOutcome
     from bureau.trials.faults import FaultInjector
     from bureau.trials.retry import RetryPolicy
-    from bureau.trials.scheduler import SchedulerConfig, run_trials
+    from bureau.trials.scheduler import SchedulerConfig, run_attempts
+    from bureau.trials.trial import TrialConfig
 
     tasks: list[TaskDir] = [
         load_task_dir(p) for p in select_tasks(config.dataset, config.templates, config.max_tasks)
@@ -95,12 +95,13 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
             lookup_by_code=config.lookup_by_code,
         )
 
-    async def main() -> list[TrialResult]:
-        return await run_trials(
+    async def main() -> list[AttemptOutcome]:
+        return await run_attempts(
             [task for task in tasks for _ in range(config.attempts)],
             make_agent,
             runtime,
             trials_dir,
+            trial_config=TrialConfig(max_agent_timeout_s=config.agent_timeout_s),
             config=SchedulerConfig(concurrency=config.concurrency, max_starting=2),
             on_result=(lambda _: on_result()) if on_result is not None else None,
             retry=RetryPolicy(max_retries=config.retries),
@@ -108,14 +109,17 @@ def record(config: RecordConfig, *, on_result: Callable[[], None] | None = None)
         )
 
     try:
-        results = asyncio.run(main())
+        outcomes = asyncio.run(main())
     finally:
         runtime.close()
     # Attempt numbers go to trials as they start, in any order: sort by task and attempt, so
     # that one seed writes the same trajectories in the same order (and SFT sees one stream).
-    results.sort(key=lambda r: (r.task_name, int(r.agent_metadata.get("attempt", -1))))
-    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
-    write_parquet(records, out / PARQUET)
+    outcomes.sort(
+        key=lambda o: (o.result.task_name, int(o.result.agent_metadata.get("attempt", -1)))
+    )
+    results = [o.result for o in outcomes]
+    records = [o.record for o in outcomes if o.record.token_ids]  # SFT needs tokens
+    write_parquet([o.record for o in outcomes], out / PARQUET)
     mistakes = {r.trial_name: str(r.agent_metadata.get("mistake", "?")) for r in results}
     with (out / TEACHER_LOG).open("w") as f:
         for r in results:

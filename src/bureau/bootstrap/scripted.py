@@ -24,6 +24,7 @@ from bureau.harness.agent import HarnessAgent, harness_tool_groups
 from bureau.harness.loop import HarnessConfig
 from bureau.harness.render import Renderer
 from bureau.inference.client import Completion, SamplingParams
+from bureau.records import TrajectoryRecord
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 
 TEACHER_MODEL = "scripted-teacher"
@@ -90,6 +91,10 @@ class ScriptedAgent(Agent):
     def tool_groups(self) -> list[str] | None:
         return harness_tool_groups(self.config)
 
+    def trajectory(self) -> TrajectoryRecord | None:
+        harness: HarnessAgent | None = getattr(self, "_harness", None)
+        return harness.trajectory() if harness is not None else None
+
     def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None, int]:
         attempt = self.attempts.next(view.name)
         rng = trajectory_rng(self.seed, view.name, attempt)
@@ -108,6 +113,7 @@ class ScriptedAgent(Agent):
         teacher, mistake, attempt = self.teacher(view)
         sampler = ScriptedSampler(self.renderer, teacher)
         harness = HarnessAgent(sampler, self.renderer, self.config, TEACHER_MODEL)
+        self._harness = harness
         result = await harness.run(ctx)
         result.metadata["mistake"] = mistake or "none"
         result.metadata["attempt"] = attempt

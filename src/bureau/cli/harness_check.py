@@ -2,8 +2,9 @@
 
 The engine is the built-in one (`bureau serve`, started here), vLLM (started from `.venv-vllm`)
 or servers already running (`--engine-url`, several spread by the router), all through
-`bureau.inference.session.engine_session`; each trajectory gets its trial's reward through
-`bureau.harness.agent.complete_record`; this module only runs them and prints. The run folder
+`bureau.inference.session.engine_session`; each trial runs through the one rollout path
+(`bureau.trials.attempt`), which joins its reward to the trajectory; this module only runs them
+and prints. The run folder
 keeps the run's settings (`run.json`, `config.resolved.toml`), the engine's log, the trial
 directories (each with the agent's record and ATIF trajectory) and `trajectories.parquet`, one
 row per trajectory with its reward. Rewards and stop reasons are reported; only system errors
@@ -29,6 +30,7 @@ from bureau.trials.result import TrialResult
 
 
 def summarize(results: list[TrialResult], records: list[TrajectoryRecord], seconds: float) -> int:
+    records = [r for r in records if r.token_ids]  # those of trials whose agent ran
     errors = [r for r in results if r.system_error]
     rewards = [r.reward for r in results if not r.system_error and r.reward is not None]
     stops = Counter(rec.stop_reason for rec in records)
@@ -76,12 +78,13 @@ def run_harness_check(
 ) -> int:
     from transformers import AutoTokenizer
 
-    from bureau.harness.agent import HarnessAgent, complete_record
+    from bureau.harness.agent import HarnessAgent
     from bureau.harness.render import Renderer
     from bureau.inference.session import engine_session
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
-    from bureau.trials.scheduler import SchedulerConfig, run_trials
+    from bureau.trials.attempt import AttemptOutcome
+    from bureau.trials.scheduler import SchedulerConfig, run_attempts
     from bureau.trials.trial import TrialConfig
 
     model = model.resolve()
@@ -115,9 +118,9 @@ def run_harness_check(
         ):
             bar = progress.add_task("harness trials", total=len(tasks) * attempts)
 
-            async def main() -> list[TrialResult]:
+            async def main() -> list[AttemptOutcome]:
                 try:
-                    return await run_trials(
+                    return await run_attempts(
                         [task for task in tasks for _ in range(attempts)],
                         lambda: HarnessAgent(sampler, renderer, harness, model.name),
                         runtime,
@@ -130,13 +133,13 @@ def run_harness_check(
                     for client in clients:
                         await client.aclose()
 
-            results = asyncio.run(main())
+            outcomes = asyncio.run(main())
     finally:
         runtime.close()
     seconds = time.perf_counter() - started
-    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
+    records = [o.record for o in outcomes]
     write_parquet(records, out / "trajectories.parquet")
-    code = summarize(results, records, seconds)
+    code = summarize([o.result for o in outcomes], records, seconds)
     console.print(
         f"run folder {out}: trials/, trajectories.parquet, run.json, config.resolved.toml"
     )

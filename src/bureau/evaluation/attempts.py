@@ -17,45 +17,41 @@ flag (plain Harbor tasks with reward.txt).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from bureau.errors import SystemErrorKind
 from bureau.evaluation.report import AttemptRow
+from bureau.trials.attempt import (
+    AGENT_KINDS,
+    AGENT_PHASE_KINDS,
+    PASS_KEY,
+    AttemptOutcome,
+    agent_is_to_blame,
+    outcome_of,
+    verifier_passed,
+)
 from bureau.trials.result import TrialResult
 
-PASS_KEY = "pass"
-
-AGENT_KINDS = frozenset({SystemErrorKind.agent_timeout.value, SystemErrorKind.agent_error.value})
-"""Failures that are the agent's wherever they happen."""
-
-AGENT_PHASE_KINDS = frozenset({SystemErrorKind.tool_server_failed.value})
-"""Failures that are the agent's once its run has started (before, the machinery's)."""
-
-
-def verifier_passed(values: Mapping[str, float], reward: float) -> bool:
-    """The verdict in a verifier's reward values: its `pass` flag, else `reward >= 1.0`."""
-    if PASS_KEY in values:
-        return values[PASS_KEY] == 1
-    return reward >= 1.0
+__all__ = [
+    "AGENT_KINDS",
+    "AGENT_PHASE_KINDS",
+    "PASS_KEY",
+    "agent_is_to_blame",
+    "attempt_from_trial",
+    "row_of",
+    "verifier_passed",
+]
 
 
-def agent_is_to_blame(status: str, agent_started: bool) -> bool:
-    """Whether a trial's system-error `status` is the agent's failure (see module docstring)."""
-    return status in AGENT_KINDS or (agent_started and status in AGENT_PHASE_KINDS)
+def row_of(outcome: AttemptOutcome, domain: str, template: str | None = None) -> AttemptRow:
+    """The eval row of one attempt (`bureau.trials.attempt` decided who failed)."""
+    name = outcome.result.task_name
+    if outcome.error is not None:
+        kind = outcome.error.value
+        return AttemptRow(name, domain, None, None, system_error=kind, template=template)
+    failure = outcome.agent_failure.value if outcome.agent_failure is not None else None
+    reward = outcome.reward if outcome.reward is not None else 0.0
+    passed = bool(outcome.passed)
+    return AttemptRow(name, domain, passed, reward, agent_failure=failure, template=template)
 
 
 def attempt_from_trial(result: TrialResult, domain: str, template: str | None = None) -> AttemptRow:
-    """The eval row of one finished trial."""
-    name = result.task_name
-    if result.system_error:
-        if agent_is_to_blame(result.status, result.agent_execution.started_at is not None):
-            return AttemptRow(
-                name, domain, False, 0.0, agent_failure=result.status, template=template
-            )
-        return AttemptRow(name, domain, None, None, system_error=result.status, template=template)
-    if result.reward is None:  # `completed` without a reward is a bug in bureau, not a zero
-        error = SystemErrorKind.internal_error.value
-        return AttemptRow(name, domain, None, None, system_error=error, template=template)
-    values = (result.verifier_result or {}).get("rewards") or {}
-    passed = verifier_passed(values, result.reward)
-    return AttemptRow(name, domain, passed, result.reward, template=template)
+    """The eval row of one finished trial, with no trajectory to join."""
+    return row_of(outcome_of(result, None), domain, template)

@@ -24,10 +24,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from bureau.config import StrictModel, dump_resolved_config
-from bureau.evaluation.attempts import attempt_from_trial
+from bureau.evaluation.attempts import row_of
 from bureau.evaluation.report import AttemptRow, EvalReport, summarize_attempts
 from bureau.harness.loop import HarnessConfig
 from bureau.judge.client import JudgeConfig
+from bureau.records import TrajectoryRecord
 from bureau.tasks.dataset import UNKNOWN, load_dataset
 from bureau.tasks.support import require_runnable
 from bureau.tasks.taskdir import TaskDir, load_task_dir
@@ -147,10 +148,15 @@ class SeededAttempts(Agent):
     def tool_groups(self) -> list[str] | None:
         return self.groups
 
+    def trajectory(self) -> TrajectoryRecord | None:
+        agent: Agent | None = getattr(self, "_agent", None)
+        return agent.trajectory() if agent is not None else None
+
     async def run(self, ctx: AgentContext) -> AgentResult:
         index = self.started[ctx.task.name]
         self.started[ctx.task.name] += 1
-        return await self.make_agent(attempt_seed(self.base, ctx.task.name, index)).run(ctx)
+        self._agent = self.make_agent(attempt_seed(self.base, ctx.task.name, index))
+        return await self._agent.run(ctx)
 
 
 @dataclass
@@ -237,17 +243,17 @@ def _run_trials(
     """The attempts, and how the sandboxes were held to their limits."""
     from transformers import AutoTokenizer
 
-    from bureau.harness.agent import HarnessAgent, complete_record, harness_tool_groups
+    from bureau.harness.agent import HarnessAgent, harness_tool_groups
     from bureau.harness.render import Renderer
     from bureau.inference.session import engine_session
     from bureau.judge import JudgeClient
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
+    from bureau.trials.attempt import AttemptOutcome
     from bureau.trials.defects import TaskDefects
     from bureau.trials.faults import FaultInjector
-    from bureau.trials.result import TrialResult
     from bureau.trials.retry import RetryPolicy
-    from bureau.trials.scheduler import SchedulerConfig, run_trials
+    from bureau.trials.scheduler import SchedulerConfig, run_attempts
     from bureau.trials.trial import TrialConfig
 
     harness = config.harness
@@ -275,12 +281,12 @@ def _run_trials(
                     harness_agent, base_seed, started, harness_tool_groups(harness)
                 )
 
-            async def main() -> list[TrialResult]:
+            async def main() -> list[AttemptOutcome]:
                 judge = JudgeClient(config.judge) if config.judge is not None else None
                 try:
                     if judge is not None:
                         await judge.__aenter__()
-                    return await run_trials(
+                    return await run_attempts(
                         attempts,
                         make_agent,
                         runtime,
@@ -304,16 +310,13 @@ def _run_trials(
                     for client in clients:
                         await client.aclose()
 
-            results = asyncio.run(main())
+            outcomes = asyncio.run(main())
     finally:
         runtime.close()
-    records = [r for r in (complete_record(res, trials_dir) for res in results) if r is not None]
-    write_parquet(records, out / "trajectories.parquet")
+    write_parquet([o.record for o in outcomes], out / "trajectories.parquet")
     by_name = {t.task.name: t for t in tasks}
     rows = [
-        attempt_from_trial(
-            result, by_name[result.task_name].domain, by_name[result.task_name].template
-        )
-        for result in results
+        row_of(o, by_name[o.result.task_name].domain, by_name[o.result.task_name].template)
+        for o in outcomes
     ]
     return rows, runtime.enforcement

@@ -1,6 +1,7 @@
 """The harness as a trial agent: one episode against the trial's MCP tool servers.
 
-The agent writes its record (`agent/record.json`) and its ATIF trajectory
+The agent keeps its record in memory (`trajectory()`, which `bureau.trials.attempt` joins to
+the trial's outcome) and writes it (`agent/record.json`) and its ATIF trajectory
 (`agent/trajectory.json`) into the trial directory before it returns or raises, so nothing is
 lost when the engine or a tool server fails: the trial is then a system error (masked from
 training) and the record says where the trajectory stopped.
@@ -18,7 +19,6 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bureau.errors import BureauSystemError, SystemErrorKind
@@ -34,7 +34,6 @@ from bureau.trials.agents import Agent, AgentContext, AgentResult
 if TYPE_CHECKING:
     from bureau.trials.faults import TrialFaults
     from bureau.trials.mcp_link import ToolLink
-    from bureau.trials.result import TrialResult
 
 ANSWER_PATH = "output/answer.json"
 RECORD_FILE = "record.json"
@@ -144,7 +143,11 @@ class HarnessAgent(Agent):
     def tool_groups(self) -> list[str] | None:
         return harness_tool_groups(self.config)
 
+    def trajectory(self) -> TrajectoryRecord | None:
+        return getattr(self, "_record", None)
+
     async def run(self, ctx: AgentContext) -> AgentResult:
+        self._record: TrajectoryRecord | None = None
         if ctx.tools is None:
             raise BureauSystemError(SystemErrorKind.tool_server_failed, "no tool link")
         margin = min(self.deadline_margin_s, ctx.timeout_s * 0.1)
@@ -172,6 +175,7 @@ class HarnessAgent(Agent):
             deadline=time.monotonic() + ctx.timeout_s - margin,
         )
         record = await episode.run(ctx.task.instruction)
+        self._record = record
         metadata: dict[str, Any] = {
             "stop_reason": record.stop_reason,
             "num_turns": record.num_turns,
@@ -213,31 +217,3 @@ def harness_tool_groups(config: HarnessConfig) -> list[str] | None:
     if config.tool_prefixes is None:
         return None
     return groups_for([*config.tool_prefixes, PREFIXES["filesystem"]])
-
-
-def load_record(trial_dir: Any) -> TrajectoryRecord | None:
-    """The harness record of a trial directory, or None when the agent left none."""
-    path = Path(trial_dir) / "agent" / RECORD_FILE
-    if not path.is_file():
-        return None
-    return TrajectoryRecord.from_dict(json.loads(path.read_text()))
-
-
-def complete_record(result: TrialResult, trials_dir: Path) -> TrajectoryRecord | None:
-    """The agent's record of a finished trial, joined with what the trial decided.
-
-    The trial adds its name and status, the reward (None when the trial is a system error, so
-    a failure of the machinery never trains as a zero), the error's message when the agent's
-    record has none, and the group: the task, unless the agent set one, so that attempts at
-    one task form one advantage group. None when the agent left no record.
-    """
-    record = load_record(trials_dir / result.trial_name)
-    if record is None:
-        return None
-    record.trial_name = result.trial_name
-    record.trial_status = result.status
-    record.group_id = record.group_id or result.task_name
-    record.reward = None if result.system_error else result.reward
-    if result.system_error and record.system_error is None and result.exception_info:
-        record.system_error = result.exception_info.exception_message
-    return record

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bureau.errors import SystemErrorKind
 from bureau.records import TrajectoryRecord
 
 Purpose = Literal["train", "eval"]
@@ -64,6 +65,8 @@ class Rollout:
     task_defect: bool = False
     """The verifier failed here and on the task's oracle too: the task is broken
     (`bureau.trials.defects`), and the controller stops sampling it."""
+    error: SystemErrorKind | None = None
+    """The machinery's failure, typed (`bureau.trials.attempt`); None when graded."""
 
     @property
     def reward(self) -> float | None:
@@ -76,6 +79,10 @@ class Rollout:
 
     @property
     def error_kind(self) -> str | None:
+        """The machinery failure's kind, for metrics: the typed one, else (records made
+        without `trials.attempt`, as in tests' fakes) the prefix of the record's message."""
+        if self.error is not None:
+            return self.error.value
         if self.record.system_error is None:
             return None
         return self.record.system_error.split(":", 1)[0].strip() or "unknown"

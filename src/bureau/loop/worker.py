@@ -23,8 +23,7 @@ from bureau.harness.loop import HarnessConfig
 from bureau.judge.client import JudgeConfig
 from bureau.loop.config import ToolLatencyConfig
 from bureau.loop.rollout import Rollout, RolloutRequest
-from bureau.records import TrajectoryRecord
-from bureau.trials.defects import TaskDefects, suspect
+from bureau.trials.defects import TaskDefects
 from bureau.trials.faults import FaultConfig, FaultInjector
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
     from bureau.trials.judging import MissingJudge
     from bureau.trials.mcp_link import ToolLink
     from bureau.trials.pool import WarmPool
-    from bureau.trials.result import TrialResult
 
 
 @dataclass(frozen=True)
@@ -188,53 +186,46 @@ class RolloutWorker:
 
     async def rollout(self, request: RolloutRequest) -> Rollout:
         from bureau.tasks.taskdir import load_task_dir
-        from bureau.trials.retry import RetryPolicy, with_retries
-        from bureau.trials.trial import TrialConfig, run_trial
+        from bureau.trials.attempt import run_attempt
+        from bureau.trials.retry import RetryPolicy
+        from bureau.trials.trial import TrialConfig
 
         assert self.runtime is not None, "start() the worker first"
         started = time.perf_counter()
         trials_dir = Path(self.spec.trials_dir) / request.purpose
-        task = load_task_dir(request.task.path)
         config = TrialConfig(
             max_agent_timeout_s=self.spec.agent_timeout_s, missing_judge=self.spec.missing_judge
         )
-        runtime = self.runtime
-        # A machinery failure (a sandbox that did not start, an engine that was away) is
-        # retried from scratch with a fresh agent: the record never mixes two attempts.
-        result = await with_retries(
-            lambda: run_trial(
-                task,
-                self._agent(request),
-                runtime,
-                trials_dir,
-                config,
-                pool=self.pool,
-                judge=self.judge,
-                faults=self.faults,
-            ),
-            RetryPolicy(),
+        # The one rollout path (`trials.attempt`): a machinery failure is retried from scratch
+        # with a fresh agent (the record never mixes two attempts); a verifier that failed has
+        # the task's oracle checked, and a task broken that way is dropped by the controller.
+        outcome = await run_attempt(
+            load_task_dir(request.task.path),
+            lambda: self._agent(request),
+            self.runtime,
             trials_dir,
+            config=config,
+            retry=RetryPolicy(),
+            pool=self.pool,
+            judge=self.judge,
+            faults=self.faults,
+            defects=self.defects,
+            group_id=request.group_id,
+            trajectory_id=f"{request.group_id}#{request.attempt}",
         )
-        # A verifier that failed: if it fails on the task's oracle too, the task is broken
-        # and the controller drops it (`trials.defects`).
-        defect = False
-        if self.defects is not None and suspect(result):
-            await self.defects.settle(task, result)
-            result.write(trials_dir / result.trial_name)
-            defect = result.task_defect is not None
-        record = join_record(result, trials_dir, request)
         if not self.spec.keep_trials:
             import shutil
 
-            shutil.rmtree(trials_dir / result.trial_name, ignore_errors=True)
+            shutil.rmtree(trials_dir / outcome.result.trial_name, ignore_errors=True)
         return Rollout(
             request=request,
-            record=record,
-            passed=False if agent_failed(result) else passed_flag(result),
-            trial_status=result.status,
+            record=outcome.record,
+            passed=outcome.passed,
+            trial_status=outcome.result.status,
             wall_s=time.perf_counter() - started,
             worker=self.spec.name,
-            task_defect=defect,
+            task_defect=outcome.task_defect,
+            error=outcome.error,
         )
 
     async def close(self) -> None:
@@ -250,74 +241,6 @@ class RolloutWorker:
             await self.pool.close()
         if self.runtime is not None:
             self.runtime.close()
-
-
-def passed_flag(result: TrialResult) -> bool | None:
-    """Every criterion passed (the verifier's `pass` flag, else reward 1.0); None without a
-    reward."""
-    from bureau.evaluation.attempts import verifier_passed
-
-    if result.system_error or result.reward is None:
-        return None
-    return verifier_passed((result.verifier_result or {}).get("rewards") or {}, result.reward)
-
-
-def agent_failed(result: TrialResult) -> bool:
-    """The trial failed because of the agent (timeout, crash, its own tool server killed): a
-    graded failure with reward 0, never a masked system error, or a policy would learn to
-    stall or crash instead of answering wrong (`bureau.evaluation.attempts`)."""
-    from bureau.evaluation.attempts import agent_is_to_blame
-
-    started = result.agent_execution.started_at is not None
-    return result.system_error and agent_is_to_blame(result.status, started)
-
-
-def join_record(result: TrialResult, trials_dir: Path, request: RolloutRequest) -> TrajectoryRecord:
-    """The agent's record joined with the trial's outcome (`complete_record`), in the request's
-    group; an empty record when the trial failed before the agent left one (it still carries
-    the system error, so its group is masked)."""
-    from bureau.harness.agent import complete_record
-
-    record = complete_record(result, trials_dir)
-    if record is None:
-        record = empty_record(request, result.status)
-        record.trial_name = result.trial_name
-        record.reward = None if result.system_error else result.reward
-    record.group_id = request.group_id
-    if agent_failed(result):
-        record.reward = 0.0
-        record.system_error = None
-    elif result.system_error:
-        # The trial's status is the error's kind (`Rollout.error_kind` reads the prefix).
-        message = record.system_error or (
-            result.exception_info.exception_message if result.exception_info else ""
-        )
-        if not message.startswith(f"{result.status}:"):
-            message = f"{result.status}: {message}"
-        record.system_error = message
-    return record
-
-
-def empty_record(request: RolloutRequest, status: str) -> TrajectoryRecord:
-    return TrajectoryRecord(
-        trajectory_id=f"{request.group_id}#{request.attempt}",
-        task_name=request.task.name,
-        model="",
-        prompt_ids=[],
-        token_ids=[],
-        loss_mask=[],
-        sampler_logprobs=[],
-        weight_versions=[],
-        messages=[],
-        tools=[],
-        turns=[],
-        tool_calls=[],
-        stop_reason="system_error",
-        llm_time_s=0.0,
-        tool_time_s=0.0,
-        total_time_s=0.0,
-        trial_status=status,
-    )
 
 
 class LocalRollout:

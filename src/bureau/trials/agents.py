@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bureau.errors import BureauSystemError, SystemErrorKind
+from bureau.records import TrajectoryRecord
 from bureau.sandbox.base import Sandbox
 from bureau.tasks.image import resolve_env_templates
 from bureau.tasks.taskdir import TaskDir
@@ -50,6 +51,12 @@ class Agent(ABC):
     def tool_groups(self) -> list[str] | None:
         """The tool groups (`bureau.tools.GROUPS` names) its server must hold; None: all.
         A server with fewer groups imports fewer libraries, so it starts sooner."""
+        return None
+
+    def trajectory(self) -> TrajectoryRecord | None:
+        """The token-level record of its last run (`bureau.trials.attempt` joins it to the
+        trial's outcome), in memory; None for agents that sample nothing, or when the run was
+        cut off before it had one."""
         return None
 
     @abstractmethod

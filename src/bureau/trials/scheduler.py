@@ -14,15 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bureau.sandbox.base import Runtime
 from bureau.tasks.taskdir import TaskDir
 from bureau.trials.agents import Agent
-from bureau.trials.defects import suspect
+from bureau.trials.attempt import AttemptOutcome, run_attempt
 from bureau.trials.result import TrialResult
-from bureau.trials.retry import NO_RETRIES, RetryPolicy, with_retries
-from bureau.trials.trial import TrialConfig, run_trial
+from bureau.trials.retry import NO_RETRIES, RetryPolicy
+from bureau.trials.trial import TrialConfig
 
 if TYPE_CHECKING:
     from bureau.judge import JudgeClient
@@ -97,7 +97,7 @@ class StartGate:
                 self._now -= 1
 
 
-async def run_trials(
+async def run_attempts(
     tasks: Sequence[TaskDir],
     make_agent: Callable[[], Agent],
     runtime: Runtime,
@@ -111,11 +111,10 @@ async def run_trials(
     retry: RetryPolicy = NO_RETRIES,
     faults: FaultInjector | None = None,
     defects: TaskDefects | None = None,
-) -> list[TrialResult]:
-    """Run one trial per task, retrying what `retry` says to (`trials.retry`); results come
-    back in task order. With `defects`, a trial whose verifier failed has the task's oracle
-    checked (`trials.defects`): marked `task_defect` when the oracle fails too, graded 0 as
-    the agent's when the oracle passes."""
+) -> list[AttemptOutcome]:
+    """One attempt per task (`trials.attempt.run_attempt`: retries as `retry` says, the oracle
+    checked after a verifier failure with `defects`, the trial joined to the agent's record);
+    outcomes come back in task order."""
     config = config or SchedulerConfig()
     loop = asyncio.get_running_loop()
     # Sandbox calls block in threads; the default pool (cpu + 4) would serialize them.
@@ -124,30 +123,37 @@ async def run_trials(
     gate = StartGate(config)
     in_flight = asyncio.Semaphore(config.concurrency)
 
-    async def one(task: TaskDir) -> TrialResult:
+    async def one(task: TaskDir) -> AttemptOutcome:
         async with in_flight:
-            result = await with_retries(
-                lambda: run_trial(
-                    task,
-                    make_agent(),
-                    runtime,
-                    trials_dir,
-                    trial_config,
-                    start_gate=gate,
-                    pool=pool,
-                    judge=judge,
-                    faults=faults,
-                ),
-                retry,
+            outcome = await run_attempt(
+                task,
+                make_agent,
+                runtime,
                 trials_dir,
+                config=trial_config,
+                retry=retry,
+                pool=pool,
+                judge=judge,
+                faults=faults,
+                defects=defects,
+                start_gate=gate,
             )
-        if defects is not None and suspect(result):
-            await defects.settle(task, result)
-            result.write(trials_dir / result.trial_name)
         if on_result is not None:
-            on_result(result)
-        return result
+            on_result(outcome.result)
+        return outcome
 
     # The executor stays the loop's default: code after this call may still use to_thread,
     # and asyncio.run shuts the default executor down when the loop closes.
     return list(await asyncio.gather(*(one(t) for t in tasks)))
+
+
+async def run_trials(
+    tasks: Sequence[TaskDir],
+    make_agent: Callable[[], Agent],
+    runtime: Runtime,
+    trials_dir: Path,
+    **kwargs: Any,
+) -> list[TrialResult]:
+    """`run_attempts` for callers that want only the trials (oracle and nop checks)."""
+    outcomes = await run_attempts(tasks, make_agent, runtime, trials_dir, **kwargs)
+    return [o.result for o in outcomes]
