@@ -113,3 +113,56 @@ def test_without_a_workbook_plan_the_teacher_reads_the_file(tmp_path: Path) -> N
     teacher = Teacher(task, None, random.Random(0), lookup_by_code=True)
     assert '"sheet_read"' in teacher.next_turn(None)
     assert "C-107" in INSTRUCTION
+
+
+@pytest.fixture(scope="module")
+def named_range_tasks(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The named-range starter tasks of three starter worlds (banking and consulting)."""
+    from bureau.worlds.builder import BuildConfig, build_split
+
+    out = tmp_path_factory.mktemp("starter")
+    build_split(BuildConfig("train", 3, 24, 0, out, "starter", jobs=1))
+    manifest = json.loads((out / "bureau-dataset.json").read_text())
+    chosen = [t for t in manifest["tasks"] if t["template"].endswith("starter_named_range")]
+    assert {t["template"] for t in chosen} == {
+        "banking.starter_named_range",
+        "consulting.starter_named_range",
+    }
+    return [out / t["path"] for t in chosen]
+
+
+def _graded(task_dir: Path, text: str, tmp_path: Path) -> float:
+    """The reward of the program in `text`, run on a copy of the task's workspace."""
+    import shutil
+
+    from bureau.grading.grader import grade
+    from bureau.grading.rubric import load_rubric
+
+    root = tmp_path / "ws"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(task_dir / "environment" / "workspace", root)
+    if parse_assistant(text).tool_calls:
+        _run_program(text, root)
+    return grade(load_rubric(task_dir / "tests" / "rubric.json"), root).reward
+
+
+def test_named_ranges_by_program_solve_both_templates_and_each_mistake_fails(
+    named_range_tasks: list[Path], tmp_path: Path
+) -> None:
+    from bureau.bootstrap.teacher import TaskView
+
+    templates = set()
+    for task_dir in named_range_tasks:
+        view = TaskView.from_task_dir(
+            task_dir, task_dir.name, (task_dir / "instruction.md").read_text()
+        )
+        templates.add(
+            json.loads((task_dir.parent / "bureau-dataset.json").read_text())["tasks"][0]["split"]
+        )
+        clean = Teacher(view, None, random.Random(0), lookup_by_code=True).next_turn(None)
+        assert "defined_names" in clean  # the named-range program, not a file read
+        assert _graded(task_dir, clean, tmp_path) == 1.0, clean
+        for mistake in ("missing_key", "wrong_value", "wrong_file", "give_up"):
+            text = Teacher(view, mistake, random.Random(1), lookup_by_code=True).next_turn(None)
+            assert _graded(task_dir, text, tmp_path) < 1.0, (mistake, text)
+    assert len(named_range_tasks) >= 2

@@ -105,8 +105,10 @@ class RecordConfig(StrictModel):
     lookup_by_code: bool = False
     """Solve row lookups with one program: when the instruction names one spreadsheet and a
     row id (`C-103`), a `code_run_python` call finds that row, writes the answer keys from the
-    columns that hold them to output/answer.json and prints them. A tiny model then needs to
-    copy the id and the file name, not to find a row in a table (which it learns far later)."""
+    columns that hold them to output/answer.json and prints them; when it asks for named ranges
+    of one spreadsheet, a program reads each name's value (times 100 for percent) or sheet. A
+    tiny model then needs to copy the id, names and file name, not to find a row in a table
+    (which it learns far later)."""
     harness: HarnessConfig = Field(default_factory=teacher_harness)
     """The harness settings; the bootstrapped model must be run with the same tools."""
     concurrency: int = Field(default=4, ge=1)

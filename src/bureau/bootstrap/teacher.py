@@ -10,6 +10,11 @@ call is one that a model could learn to make from what it sees: the path and the
 the instruction, the sheet name from the previous tool output. The values come from the task's
 rubric on the host (the teacher knows the answer), formatted as plainly as the tolerance allows.
 
+With `lookup_by_code`, two kinds of starter task are one program instead (`code_run_python`):
+a row lookup (the row of the id the instruction names, the answer keys from the columns that
+hold them) and named ranges (each name's value, times 100 when the question asks for percent,
+or the sheet of the one name given).
+
 A seeded mistake changes one trajectory the way a weak policy fails: another file is read and
 answered from, one value is replaced by another number or name seen in the tool output, one key
 is left out, the first call is broken JSON (the harness then asks for a correction), or the
@@ -187,6 +192,34 @@ def lookup_call(path: str, key: str, columns: dict[str, str]) -> ToolCall:
     return "code_run_python", {"code": code}
 
 
+def named_range_call(path: str, picks: list[tuple[str, str, str]]) -> ToolCall:
+    """A `code_run_python` call that reads named ranges of the workbook at `path` and writes
+    the answer keys to output/answer.json: `picks` holds (answer key, defined name, what),
+    `what` being `value`, `percent` (the value times 100) or `sheet` (the sheet it is on)."""
+    reads = {"value": "named({})[1]", "percent": "named({})[1] * 100", "sheet": "named({})[0]"}
+    picks_code = ", ".join(
+        f"{json.dumps(key)}: "
+        + (
+            f"round({reads[what].format(json.dumps(name))}, 2)"
+            if what != "sheet"
+            else reads[what].format(json.dumps(name))
+        )
+        for key, name, what in picks
+    )
+    code = (
+        "import json, os, openpyxl\n"
+        f"book = openpyxl.load_workbook({json.dumps(path)}, data_only=True)\n"
+        "def named(name):\n"
+        "    sheet, ref = next(book.defined_names[name].destinations)\n"
+        '    return sheet, book[sheet][ref.replace("$", "")].value\n'
+        f"answer = {{{picks_code}}}\n"
+        'os.makedirs("output", exist_ok=True)\n'
+        f'json.dump(answer, open({json.dumps(ANSWER_PATH)}, "w"))\n'
+        "print(answer)\n"
+    )
+    return "code_run_python", {"code": code}
+
+
 def call_text(call: ToolCall) -> str:
     name, arguments = call
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
@@ -280,6 +313,10 @@ class Teacher:
         if plan is not None:
             yield from self._code_turns(*plan)
             return
+        names = self._named_range_plan()
+        if names is not None:
+            yield from self._named_range_turns(*names)
+            return
         seen: list[str] = []
         for index, path in enumerate(self._targets()):
             call = read_call(path)
@@ -338,6 +375,66 @@ class Teacher:
         order = {k: i for i, k in enumerate(self.task.answer_keys)}
         columns = dict(sorted(columns.items(), key=lambda kv: order.get(kv[0], len(order))))
         call = lookup_call(path, key, columns)
+        if self.mistake == "malformed_call":
+            yield malformed_text(call)
+        yield call_text(call)
+        yield FINAL_MESSAGE
+
+    def _named_range_plan(self) -> tuple[str, list[tuple[str, str, str]], list[str]] | None:
+        """(file, [(answer key, defined name, value|percent|sheet)], every defined name) when
+        the task asks for named ranges of one spreadsheet that `lookup_by_code` reads with one
+        program: each answer key is a name's value (times 100 when the instruction asks for
+        percent), or the sheet of the only name the instruction gives."""
+        named, root = self.task.named_files, self.task.workspace
+        instruction = self.task.instruction
+        if not self.lookup_by_code or root is None or len(named) != 1:
+            return None
+        if "named range" not in instruction or not named[0].endswith(".xlsx"):
+            return None
+        if not (root / named[0]).is_file():
+            return None
+        import openpyxl
+
+        book = openpyxl.load_workbook(root / named[0], read_only=False, data_only=True)
+        every = list(book.defined_names)
+        asked = [n for n in every if re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", instruction)]
+        if not asked:
+            return None
+        percent = "percent" in instruction.split("## Answer keys")[0]  # the question asks
+        picks: list[tuple[str, str, str]] = []
+        for c in self.task.criteria:
+            if c.key == "sheet" and len(asked) == 1:
+                picks.append((c.key, asked[0], "sheet"))
+                continue
+            match = [n for n in asked if n.lower() == c.key.lower()]
+            if c.key == "value" and len(asked) == 1:
+                match = asked
+            if len(match) != 1 or c.kind != "numeric":
+                return None
+            picks.append((c.key, match[0], "percent" if percent else "value"))
+        return named[0], picks, every
+
+    def _named_range_turns(
+        self, path: str, picks: list[tuple[str, str, str]], every: list[str]
+    ) -> Generator[str, str, None]:
+        if self.mistake == "give_up":
+            yield GIVE_UP_MESSAGE
+            return
+        if self.mistake == "wrong_file":
+            path = self._targets()[0]
+        elif self.mistake == "wrong_value":
+            values = [i for i, (_, _, what) in enumerate(picks) if what != "sheet"]
+            k = self.rng.choice(values)
+            key, name, what = picks[k]
+            others = [n for n in every if n != name]
+            if what == "percent":
+                picks = [*picks[:k], (key, name, "value"), *picks[k + 1 :]]  # forgot the x100
+            elif others:
+                picks = [*picks[:k], (key, self.rng.choice(others), what), *picks[k + 1 :]]
+        elif self.mistake == "missing_key" and len(picks) > 1:
+            forgotten = self._forgotten([key for key, _, _ in picks])
+            picks = [p for p in picks if p[0] != forgotten]
+        call = named_range_call(path, picks)
         if self.mistake == "malformed_call":
             yield malformed_text(call)
         yield call_text(call)
