@@ -36,3 +36,16 @@ def test_the_verdict_needs_a_paired_difference_above_zero(capsys) -> None:  # ty
     printed = capsys.readouterr().out
     assert "law.a" in printed and "law.b" in printed and "paired difference" in printed
     assert set(verdict.comparison["templates"]) == {"law.a", "law.b"}
+
+
+def test_an_untrained_template_is_a_figure_apart_from_the_verdict(capsys) -> None:  # type: ignore[no-untyped-def]
+    tasks = [f"{t}{i}" for t in "ab" for i in range(6)]
+    before = _report({t: [False, False] for t in tasks})
+    # Only the b tasks (never trained on) improved: the verdict, over a, says no.
+    after = _report({t: [t[0] == "b", False] for t in tasks})
+    verdict = summarize(before, after, seed=0, untrained=("law.b",))
+    assert not verdict.improved and "over 6 tasks" in verdict.line
+    assert set(verdict.comparison["templates"]) == {"law.a"}
+    assert verdict.comparison["untrained"]["law.b"]["pass_at_1"]["difference"] == 0.5
+    printed = capsys.readouterr().out
+    assert "transfer, never trained on: law.b Pass@1 0.000 -> 0.500" in printed

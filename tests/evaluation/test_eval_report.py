@@ -175,3 +175,22 @@ def test_compare_reports_pairs_tasks() -> None:
     assert compared.templates["law.y"].pass_at_1 is not None
     assert (compared.tasks_only_before, compared.tasks_only_after) == (1, 1)
     assert compared.domains["law"].mean_reward is not None
+
+
+def test_a_report_without_some_templates_is_recomputed() -> None:
+    from bureau.evaluation.report import without_templates
+
+    rows = [
+        AttemptRow("a", "law", True, 1.0, template="law.x"),
+        AttemptRow("b", "law", False, 0.0, template="law.y"),
+        AttemptRow("b", "law", None, None, system_error="engine_error", template="law.y"),
+        AttemptRow("c", "law", False, 0.5, agent_failure="agent_timeout", template="law.z"),
+    ]
+    full = summarize_attempts(rows, seed=0)
+    kept = without_templates(full, ["law.y"])
+    assert [t.task for t in kept.tasks] == ["a", "c"] and list(kept.templates) == ["law.x", "law.z"]
+    assert kept.overall.pass_at_1.rate == 0.5 and kept.overall.agent_failures == {
+        "agent_timeout": 1
+    }
+    assert without_templates(full, ["law.x", "law.z"]).overall.system_errors == {"engine_error": 1}
+    assert without_templates(full, []) is full

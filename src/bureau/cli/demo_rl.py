@@ -30,7 +30,16 @@ from bureau.cli.commands import build, print_build_report
 from bureau.cli.common import console
 from bureau.worlds.builder import BuildConfig
 
-TEMPLATE = "law.starter_register_value"
+TEMPLATES = (
+    "law.starter_register_value",
+    "consulting.starter_named_range",
+    "banking.starter_named_range",
+)
+"""What the demo trains on: a row lookup (law) and named ranges (consulting, banking), each a
+program the scripted teacher writes (`lookup_by_code`)."""
+TRANSFER = "banking.model_line_item"
+"""Evaluated, never trained on: how far the policy's skills carry to a kind of task it never
+saw (a figure, not a goal)."""
 DEMO_MISTAKES = {
     "missing_key": 0.50,
     "wrong_value": 0.20,
@@ -61,6 +70,8 @@ class DemoSizes:
     policy garbled 22 of 90 held-out programs, against 4 to 14 with 8."""
     rl_steps: int | None = None
     """None: the `steps` of configs/cpu-demo.toml."""
+    templates: tuple[str, ...] = TEMPLATES
+    transfer: tuple[str, ...] = (TRANSFER,)
 
 
 def _stage(title: str) -> float:
@@ -77,7 +88,7 @@ def run_demo_rl(
     from bureau.bootstrap.record import describe, record
     from bureau.bootstrap.sft import train_sft
     from bureau.config import load_config
-    from bureau.loop.config import RunConfig
+    from bureau.loop.config import RunConfig, TaskFilter
     from bureau.loop.run import train
     from bureau.models.checkpoint import init_checkpoint
 
@@ -118,7 +129,7 @@ def run_demo_rl(
             out=root / "record",
             attempts=sizes.record_attempts,
             seed=seed,
-            templates=[TEMPLATE],
+            templates=list(sizes.templates),
             lookup_by_code=True,
             mistakes=MistakeRates.model_validate(DEMO_MISTAKES),
             harness=harness,
@@ -154,7 +165,14 @@ def run_demo_rl(
     config = config.model_copy(
         update={
             "model": config.model.model_copy(update={"path": root / "sft" / "weights"}),
-            "data": config.data.model_copy(update={"train": root / "train", "eval": root / "eval"}),
+            "data": config.data.model_copy(
+                update={
+                    "train": root / "train",
+                    "eval": root / "eval",
+                    "train_filter": TaskFilter(templates=list(sizes.templates)),
+                    "eval_filter": TaskFilter(templates=[*sizes.templates, *sizes.transfer]),
+                }
+            ),
         }
     )
     from bureau.loop.controller import LoopStalled
@@ -168,7 +186,7 @@ def run_demo_rl(
     walls["rl"] = time.perf_counter() - t
     evals = json.loads((config.out / "evals.json").read_text())
     before, after = evals[0], evals[-1]
-    verdict = summarize(before["report"], after["report"], seed=seed)
+    verdict = summarize(before["report"], after["report"], seed=seed, untrained=sizes.transfer)
     stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
     wall = time.perf_counter() - started
     console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
@@ -210,14 +228,26 @@ class Verdict:
     comparison: dict[str, Any]
 
 
-def summarize(before: dict[str, Any], after: dict[str, Any], *, seed: int) -> Verdict:
-    """Print held-out Pass@1 before and after RL, overall and per template, with intervals
-    that resample tasks and the paired per-task difference; then the verdict, which says no
-    when the difference's interval does not lie above 0."""
-    from bureau.evaluation.report import EvalReport, compare_reports
+def summarize(
+    before: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    seed: int,
+    untrained: tuple[str, ...] = (),
+) -> Verdict:
+    """Print held-out Pass@1 before and after RL, overall (the trained templates) and per
+    template, with intervals that resample tasks and the paired per-task difference; then the
+    verdict, which says no when the overall difference's interval does not lie above 0. The
+    `untrained` templates are shown apart, as the transfer figure, and count in no verdict."""
+    from bureau.evaluation.report import EvalReport, compare_reports, without_templates
 
-    first, last = EvalReport.model_validate(before), EvalReport.model_validate(after)
+    first, last = (
+        without_templates(EvalReport.model_validate(r), untrained) for r in (before, after)
+    )
     compared = compare_reports(last, first, seed=seed)
+    transfer = compare_reports(
+        EvalReport.model_validate(after), EvalReport.model_validate(before), seed=seed
+    )
     table = Table(title="held-out Pass@1 (eval worlds, prompts never trained on), 95% intervals")
     for column in ("", "tasks", "before RL", "after RL", "paired difference"):
         table.add_column(column, justify="left" if not column else "right")
@@ -240,6 +270,15 @@ def summarize(before: dict[str, Any], after: dict[str, Any], *, seed: int) -> Ve
         )  # fmt: skip
         table.add_row(name, str(b.tasks), cell(a), cell(b), difference)
     console.print(table)
+    for name in untrained:
+        moved = transfer.templates[name].pass_at_1 if name in transfer.templates else None
+        if moved is not None:
+            console.print(
+                f"transfer, never trained on: {name} Pass@1 {moved.before:.3f} -> "
+                f"{moved.after:.3f}, paired difference {moved.difference:+.3f} "
+                f"[{moved.low:+.3f}, {moved.high:+.3f}] over {moved.tasks} tasks",
+                highlight=False,
+            )
     overall = compared.overall.pass_at_1
     if overall is None:
         line = "RL: no held-out task was graded both before and after; nothing to compare"
@@ -258,4 +297,10 @@ def summarize(before: dict[str, Any], after: dict[str, Any], *, seed: int) -> Ve
         else:
             line = f"RL did not show an improvement of held-out Pass@1 on this run: {change}"
     console.print(f"[{'green' if improved else 'red'}]{line}[/]", highlight=False)
-    return Verdict(improved, line, compared.model_dump(mode="json"))
+    comparison = compared.model_dump(mode="json")
+    comparison["untrained"] = {
+        n: transfer.templates[n].model_dump(mode="json")
+        for n in untrained
+        if n in transfer.templates
+    }
+    return Verdict(improved, line, comparison)

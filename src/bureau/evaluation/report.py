@@ -312,6 +312,33 @@ def _task_report(task: str, attempts: list[AttemptRow]) -> TaskReport:
     )
 
 
+def without_templates(report: EvalReport, templates: Iterable[str]) -> EvalReport:
+    """The report of the tasks of other templates than `templates`, every figure recomputed
+    from their attempts with the report's seed, k and resamples."""
+    leave = set(templates)
+    if not leave:
+        return report
+    rows = [
+        AttemptRow(
+            t.task,
+            t.domain,
+            None if error else passed,
+            None if error else (reward or 0.0),
+            system_error=error,
+            agent_failure=failure,
+            template=t.template,
+        )
+        for t in report.tasks
+        if t.template not in leave
+        for passed, reward, error, failure in zip(
+            t.passed, t.rewards, t.system_errors, t.agent_failures, strict=True
+        )
+    ]
+    return summarize_attempts(
+        rows, seed=report.seed, k=report.k, resamples=report.resamples, confidence=report.confidence
+    )
+
+
 class PairedEstimate(BaseModel):
     """`after` minus `before` over the tasks both graded, with its task-resampled interval."""
 
