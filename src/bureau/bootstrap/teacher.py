@@ -374,11 +374,7 @@ class Teacher:
             del columns[self._forgotten(list(columns))]
         order = {k: i for i, k in enumerate(self.task.answer_keys)}
         columns = dict(sorted(columns.items(), key=lambda kv: order.get(kv[0], len(order))))
-        call = lookup_call(path, key, columns)
-        if self.mistake == "malformed_call":
-            yield malformed_text(call)
-        yield call_text(call)
-        yield FINAL_MESSAGE
+        yield from self._one_program(lookup_call(path, key, columns))
 
     def _named_range_plan(self) -> tuple[str, list[tuple[str, str, str]], list[str]] | None:
         """(file, [(answer key, defined name, value|percent|sheet)], every defined name) when
@@ -434,7 +430,10 @@ class Teacher:
         elif self.mistake == "missing_key" and len(picks) > 1:
             forgotten = self._forgotten([key for key, _, _ in picks])
             picks = [p for p in picks if p[0] != forgotten]
-        call = named_range_call(path, picks)
+        yield from self._one_program(named_range_call(path, picks))
+
+    def _one_program(self, call: ToolCall) -> Generator[str, str, None]:
+        """The program's call (broken first with `malformed_call`), then the closing message."""
         if self.mistake == "malformed_call":
             yield malformed_text(call)
         yield call_text(call)
