@@ -160,3 +160,18 @@ def test_temperature_scores_the_tempered_distribution(model: Any) -> None:
         want = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(seq[1:])[:, None])[:, 0]
         torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
     assert float((tempered - raw).abs().max()) > 1e-2
+
+
+def test_teacher_forced_logprobs_are_of_the_tempered_distribution(model: Any) -> None:
+    """What a sampler at temperature T reports (`inference.sampling`): log softmax(logits / T).
+    The audit compares against these, so a run sampled at 0.7 is checked at 0.7."""
+    seq = SEQS[0]
+    positions = list(range(1, len(seq)))
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([seq]), use_cache=False).logits[0, :-1].float()
+    targets = torch.tensor(seq[1:])[:, None]
+    for temperature in (1.0, 0.7):
+        want = torch.log_softmax(logits / temperature, dim=-1).gather(-1, targets)[:, 0]
+        got = token_logprobs(model, seq, positions, temperature)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(got, _alone(model, [seq])[0])  # 0.7 is not 1.0

@@ -126,12 +126,15 @@ def naive_drifts(record: TrajectoryRecord, renderer: Renderer) -> bool:
     return naive != [*stored, *closing, *renderer.separator_ids]
 
 
-def logprob_diffs(model: PreTrainedModel, record: TrajectoryRecord) -> list[float]:
-    """(b): |trainer - sampler| logprob for every sampled token of `record`."""
+def logprob_diffs(
+    model: PreTrainedModel, record: TrajectoryRecord, temperature: float = 1.0
+) -> list[float]:
+    """(b): |trainer - sampler| logprob for every sampled token of `record`, the trainer's at
+    the temperature the tokens were sampled at."""
     from bureau.models.logprobs import token_logprobs
 
     positions = [i for i, m in enumerate(record.loss_mask) if m]
-    trainer = token_logprobs(model, record.token_ids, positions).tolist()
+    trainer = token_logprobs(model, record.token_ids, positions, temperature).tolist()
     return [abs(t - record.sampler_logprobs[p]) for t, p in zip(trainer, positions, strict=True)]
 
 
@@ -141,6 +144,7 @@ def audit(
     model: PreTrainedModel | None = None,
     *,
     model_version: int | None = None,
+    temperature: float = 1.0,
 ) -> Report:
     """Checks (a) and (c) on every record, (b) with `model` on every record, or, with
     `model_version`, on those whose every sampled token came from that weight version (the
@@ -162,7 +166,7 @@ def audit(
         if model_version is not None and sampled_by - {model_version}:
             continue
         if model is not None and problem is None:
-            diffs += logprob_diffs(model, record)
+            diffs += logprob_diffs(model, record, temperature)
             versions.update(sampled_by)
             report.logprob_checked += 1
     if diffs:
@@ -188,13 +192,14 @@ def audit_run(run: Path, model_dir: Path | None) -> Report:
     from bureau.records import read_parquet
 
     model_version: int | None = None
-    thinking = True
+    thinking, temperature = True, 1.0
     if run.is_dir() and (run / TRAIN_RUN_TRAJECTORIES).is_dir():
         files = sorted((run / TRAIN_RUN_TRAJECTORIES).glob("*.parquet"))
         resolved = run / "config.resolved.toml"
         config = read_toml(resolved) if resolved.is_file() else {}
         harness = config.get("rollout", {}).get("harness", {})
         thinking = bool(harness.get("enable_thinking", True))
+        temperature = float(config.get("trainer", {}).get("temperature", 1.0))
         if model_dir is None:
             if "path" not in config.get("model", {}):
                 raise FileNotFoundError(f"{resolved} names no model: pass --model")
@@ -217,10 +222,12 @@ def audit_run(run: Path, model_dir: Path | None) -> Report:
                 raise FileNotFoundError(f"{info_path} names no model: pass --model")
             model_dir = Path(info["model"])
         thinking = bool(info.get("harness", {}).get("enable_thinking", True))
+        temperature = float(info.get("harness", {}).get("temperature", 1.0))
     records = [record for file in files for record in read_parquet(file)]  # dropped ones too
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     model, tokenizer = load_checkpoint(model_dir, dtype="float32")
     renderer = Renderer(tokenizer, enable_thinking=thinking)
-    return audit(records, renderer, model, model_version=model_version)
+    tempered = temperature if temperature > 0 else 1.0  # greedy: the untempered logprobs
+    return audit(records, renderer, model, model_version=model_version, temperature=tempered)

@@ -16,9 +16,14 @@ if TYPE_CHECKING:
 
 
 def token_logprobs(
-    model: PreTrainedModel, token_ids: Sequence[int], positions: Sequence[int]
+    model: PreTrainedModel,
+    token_ids: Sequence[int],
+    positions: Sequence[int],
+    temperature: float = 1.0,
 ) -> torch.Tensor:
-    """log p(token_ids[i] | token_ids[:i]) for each i in `positions` (each i >= 1), float32."""
+    """log p(token_ids[i] | token_ids[:i]) for each i in `positions` (each i >= 1), float32,
+    under the distribution tempered by `temperature` (the one a sampler at that temperature
+    draws from and reports logprobs of)."""
     import torch
 
     if not positions:
@@ -30,6 +35,6 @@ def token_logprobs(
     keep = torch.tensor([p - 1 for p in positions], device=device)
     with torch.no_grad():
         logits = model(input_ids=ids, logits_to_keep=keep, use_cache=False).logits[0]
-    logp = torch.log_softmax(logits.float(), dim=-1)
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
     targets = torch.tensor([token_ids[p] for p in positions], device=device)
     return logp.gather(-1, targets[:, None])[:, 0].cpu()
