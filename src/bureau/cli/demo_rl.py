@@ -1,15 +1,19 @@
 """The demo's main job: bootstrap a tiny policy, then RL that is judged on held-out worlds.
 
-1. Starter datasets: train worlds and eval worlds (other companies), register lookups only.
+1. Starter datasets: train worlds and eval worlds (other companies, and no instruction in
+   common); three templates of three domains (`TEMPLATES`) and one never trained on
+   (`TRANSFER`).
 2. A random tiny Qwen3 (real vocabulary, tied embeddings) learns to copy an id from its context
    on synthetic text (`bureau bootstrap pretrain`): a base model's skill, no task data.
-3. The scripted teacher solves the train tasks through real trials by writing one lookup
-   program (`bureau bootstrap record`, `lookup_by_code`), with seeded mistakes at the rates of
+3. The scripted teacher solves the train tasks through real trials by writing one program a
+   task (`bureau bootstrap record`, `lookup_by_code`), with seeded mistakes at the rates of
    `DEMO_MISTAKES`: most often it leaves an answer key out or reads another column.
 4. SFT on those trajectories (`bureau train-sft`): an imperfect policy that copies the teacher's
    mistakes (and, sampled at temperature 0.7, garbles a few of its programs).
 5. `bureau train` with `configs/cpu-demo.toml`: held-out evaluation, asynchronous RL on the train
-   worlds, held-out evaluation again; the table compares the two.
+   worlds, held-out evaluation again; the table compares the two per template, with intervals
+   that resample tasks and the paired difference, the verdict says whether RL improved held-out
+   Pass@1, and `bureau audit tito` checks the run's records.
 
 Every stage is the command a user would run, called in-process; the folders are those the
 commands write, under `OUT/rl/`.
