@@ -7,6 +7,7 @@ names its instructions mention from its own half of every pool), and this is the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 from bureau.checks.overlap import Instruction, find_overlap, load_instructions
 from bureau.cli.demo_rl import DemoSizes
+from bureau.tasks.carve import carve_validation
 from bureau.worlds.builder import BuildConfig, build_split
 
 CONVENTION = "## How to answer\n\nWrite output/answer.json with the keys above."
@@ -78,6 +80,7 @@ def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> No
     starter sets: no evaluation instruction is word for word a training one, through the
     command a user runs."""
     sizes = DemoSizes()
+    demo_train = sizes.train_worlds + sizes.validation_worlds  # validation is carved from these
     pairs = {
         "default": [
             BuildConfig("train", 112, 1928, 0, tmp_path / "train", jobs=2),
@@ -85,8 +88,7 @@ def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> No
         ],
         "demo": [
             BuildConfig(
-                "train", sizes.train_worlds, sizes.train_worlds * 8, 0, tmp_path / "demo-train",
-                "starter", jobs=2,
+                "train", demo_train, demo_train * 8, 0, tmp_path / "demo-train", "starter", jobs=2,
             ),
             BuildConfig(
                 "eval", sizes.eval_worlds, sizes.eval_worlds * 8, 0, tmp_path / "demo-eval",
@@ -97,6 +99,12 @@ def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> No
     for name, (train, evaluation) in pairs.items():
         build_split(train)
         build_split(evaluation)
+        if name == "demo":  # the demo's validation split, held out from training as eval is
+            carved = carve_validation(train.out, sizes.validation_worlds, tmp_path / "demo-val")
+            validation = load_instructions(tmp_path / "demo-val")
+            assert len(validation) == carved.tasks > 0
+            assert find_overlap(load_instructions(train.out), validation).exact == []
+            train = dataclasses.replace(train, tasks=carved.left)
         report = tmp_path / f"{name}.json"
         done = subprocess.run(
             [

@@ -210,6 +210,25 @@ def run_overlap(
     return 1 if fail_on is not None and counts[fail_on] else 0
 
 
+def run_carve(dataset: Path, worlds: int, out: Path) -> int:
+    """`bureau tasks carve`: the worlds moved, or the error naming the file."""
+    from bureau.tasks.carve import carve_validation
+
+    try:
+        carved = carve_validation(dataset, worlds, out)
+    except TaskFormatErrors as exc:
+        for error in exc.errors:
+            console.print(f"[red]error:[/] {error}")
+        return 2
+    console.print(
+        f"{out}: {carved.tasks} tasks of {len(carved.worlds)} worlds "
+        f"({', '.join(carved.worlds)}); {carved.left} tasks left in {dataset}; "
+        f"{carved.duplicates} deleted (their instruction is a training one)",
+        highlight=False,
+    )
+    return 0
+
+
 def run_grade(root: Path, mode: str, jobs: int, report: Path | None) -> int:
     try:
         summary = grade(root, mode, jobs)  # type: ignore[arg-type]  # validated by the CLI enum

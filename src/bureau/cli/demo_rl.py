@@ -26,13 +26,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from bureau.cli.commands import build, print_build_report
 from bureau.cli.common import console
 from bureau.worlds.builder import BuildConfig
+
+if TYPE_CHECKING:
+    from bureau.loop.config import RunConfig
 
 TEMPLATES = (
     "law.starter_register_value",
@@ -64,6 +67,9 @@ class DemoSizes:
     """How big each stage is (the defaults are the demo's; tests shrink them)."""
 
     train_worlds: int = 40
+    validation_worlds: int = 12
+    """Worlds built beside the train worlds and carved out as the validation split
+    (`bureau tasks carve`): never trained on, and what tuning evaluates on."""
     eval_worlds: int = 24
     pretrain_steps: int = 600
     record_attempts: int = 3
@@ -87,31 +93,72 @@ def run_demo_rl(
     out: Path, results: dict[str, Any], *, seed: int, jobs: int, sizes: DemoSizes = DemoSizes()
 ) -> bool:
     """Stages 1-5 of the module docstring; returns whether held-out Pass@1 rose."""
-    from bureau.bootstrap.config import MistakeRates, PretrainConfig, RecordConfig, SFTConfig
-    from bureau.bootstrap.pretrain import pretrain_copy
-    from bureau.bootstrap.record import describe, record
-    from bureau.bootstrap.sft import train_sft
-    from bureau.config import load_config
-    from bureau.loop.config import RunConfig, TaskFilter
+    from bureau.loop.controller import LoopStalled
     from bureau.loop.run import train
-    from bureau.models.checkpoint import init_checkpoint
 
     root = out / "rl"
     shutil.rmtree(root, ignore_errors=True)
     started = time.perf_counter()
-    walls: dict[str, float] = {}
-    overrides = [f"seed={seed}", f'out="{root / "run"}"']
-    if sizes.rl_steps is not None:
-        overrides.append(f"steps={sizes.rl_steps}")
-    config = load_config(RunConfig, DEMO_CONFIG, overrides)
-    harness = config.rollout.harness
+    walls = prepare_policy(root, seed=seed, jobs=jobs, sizes=sizes)
 
-    t = _stage("starter worlds: train and held-out eval (other companies)")
-    for split, worlds in (("train", sizes.train_worlds), ("eval", sizes.eval_worlds)):
+    t = _stage("held-out eval, asynchronous RL on Ray, held-out eval again")
+    config = rl_config(root, seed=seed, sizes=sizes, evaluate_on=root / "eval")
+    try:
+        steps = train(config, say=lambda line: console.print(line, highlight=False))
+    except LoopStalled as stalled:  # a policy too weak for any signal: say so, keep the rest
+        console.print(f"[red]RL stopped:[/] {stalled}")
+        results["rl"] = {"improved": False, "error": str(stalled), "wall_s": walls}
+        return False
+    walls["rl"] = time.perf_counter() - t
+    evals = json.loads((config.out / "evals.json").read_text())
+    before, after = evals[0], evals[-1]
+    verdict = summarize(before["report"], after["report"], seed=seed, untrained=sizes.transfer)
+    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
+    wall = time.perf_counter() - started
+    console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
+    audit_line = _audit(config.out)
+    results["rl"] = {
+        "improved": verdict.improved,
+        "verdict": verdict.line,
+        "before": _headline(before),
+        "after": _headline(after),
+        "comparison": verdict.comparison,
+        "audit": audit_line,
+        "steps": steps,
+        "wall_s": walls,
+        "run": str(config.out),
+    }
+    return verdict.improved
+
+
+def prepare_policy(root: Path, *, seed: int, jobs: int, sizes: DemoSizes) -> dict[str, float]:
+    """Stages 1-4 into `root`: the train, validation and eval datasets, the pretrained and
+    SFT policies (`root/sft/weights`). Returns each stage's wall time in seconds."""
+    from bureau.bootstrap.config import MistakeRates, PretrainConfig, RecordConfig, SFTConfig
+    from bureau.bootstrap.pretrain import pretrain_copy
+    from bureau.bootstrap.record import describe, record
+    from bureau.bootstrap.sft import train_sft
+    from bureau.models.checkpoint import init_checkpoint
+    from bureau.tasks.carve import carve_validation
+
+    walls: dict[str, float] = {}
+    harness = rl_config(root, seed=seed, sizes=sizes, evaluate_on=root / "eval").rollout.harness
+
+    t = _stage("starter worlds: train, validation (carved from train worlds) and held-out eval")
+    train_worlds = sizes.train_worlds + sizes.validation_worlds
+    for split, worlds in (("train", train_worlds), ("eval", sizes.eval_worlds)):
         report = build(
             BuildConfig(split, worlds, worlds * 8, seed, root / split, "starter", jobs=jobs)
         )
         print_build_report(report)
+    if sizes.validation_worlds:
+        carved = carve_validation(root / "train", sizes.validation_worlds, root / "validation")
+        console.print(
+            f"validation: {carved.tasks} tasks of {len(carved.worlds)} train worlds, moved out "
+            f"of the training set ({carved.left} tasks left; {carved.duplicates} deleted: "
+            "their instruction is a training one)",
+            highlight=False,
+        )
     walls["worlds"] = time.perf_counter() - t
 
     t = _stage("copy pretraining of a random tiny model (synthetic text, no task data)")
@@ -164,49 +211,41 @@ def run_demo_rl(
         log=lambda line: console.print(line, highlight=False),
     )
     walls["sft"] = time.perf_counter() - t
+    return walls
 
-    t = _stage("held-out eval, asynchronous RL on Ray, held-out eval again")
-    config = config.model_copy(
+
+def rl_config(
+    root: Path,
+    *,
+    seed: int,
+    sizes: DemoSizes,
+    evaluate_on: Path,
+    out: Path | None = None,
+    overrides: list[str] = [],  # noqa: B006  # read, never changed
+) -> RunConfig:
+    """`configs/cpu-demo.toml` for the policy prepared in `root`, evaluating on `evaluate_on`
+    (the eval split for the reported run, the validation split while tuning), with `--set`
+    style `overrides` last."""
+    from bureau.config import load_config
+    from bureau.loop.config import RunConfig, TaskFilter
+
+    settings = [f"seed={seed}", f'out="{out or root / "run"}"']
+    if sizes.rl_steps is not None:
+        settings.append(f"steps={sizes.rl_steps}")
+    config = load_config(RunConfig, DEMO_CONFIG, [*settings, *overrides])
+    return config.model_copy(
         update={
             "model": config.model.model_copy(update={"path": root / "sft" / "weights"}),
             "data": config.data.model_copy(
                 update={
                     "train": root / "train",
-                    "eval": root / "eval",
+                    "eval": evaluate_on,
                     "train_filter": TaskFilter(templates=list(sizes.templates)),
                     "eval_filter": TaskFilter(templates=[*sizes.templates, *sizes.transfer]),
                 }
             ),
         }
     )
-    from bureau.loop.controller import LoopStalled
-
-    try:
-        steps = train(config, say=lambda line: console.print(line, highlight=False))
-    except LoopStalled as stalled:  # a policy too weak for any signal: say so, keep the rest
-        console.print(f"[red]RL stopped:[/] {stalled}")
-        results["rl"] = {"improved": False, "error": str(stalled), "wall_s": walls}
-        return False
-    walls["rl"] = time.perf_counter() - t
-    evals = json.loads((config.out / "evals.json").read_text())
-    before, after = evals[0], evals[-1]
-    verdict = summarize(before["report"], after["report"], seed=seed, untrained=sizes.transfer)
-    stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
-    wall = time.perf_counter() - started
-    console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
-    audit_line = _audit(config.out)
-    results["rl"] = {
-        "improved": verdict.improved,
-        "verdict": verdict.line,
-        "before": _headline(before),
-        "after": _headline(after),
-        "comparison": verdict.comparison,
-        "audit": audit_line,
-        "steps": steps,
-        "wall_s": walls,
-        "run": str(config.out),
-    }
-    return verdict.improved
 
 
 def _headline(result: dict[str, Any]) -> dict[str, Any]:

@@ -184,6 +184,20 @@ def tasks_overlap(
     raise typer.Exit(run_overlap(first, second, threshold, level, report))
 
 
+@tasks_app.command("carve")
+def tasks_carve(
+    dataset: Annotated[Path, typer.Argument(help="A dataset folder with its manifest.")],
+    worlds: Annotated[int, typer.Option(min=1, help="How many worlds to move out.")],
+    out: Annotated[Path, typer.Option(help="The validation dataset's folder (new or empty).")],
+) -> None:
+    """Move some worlds' tasks out of DATASET into a validation dataset of their own (the last
+    worlds of each domain, the domains in turn), for choosing hyperparameters on worlds that
+    are neither trained on nor the reported evaluation split."""
+    from bureau.cli.commands import run_carve
+
+    raise typer.Exit(run_carve(dataset, worlds, out))
+
+
 class AgentChoice(StrEnum):
     oracle = "oracle"
     nop = "nop"
