@@ -21,7 +21,7 @@ from bureau.loop.controller import Controller, LoopSettings, LoopStalled
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
-from bureau.records import TrainBatch, TrajectoryRecord
+from bureau.records import TrainBatch, TrajectoryRecord, read_trajectories
 
 TASKS = [
     TaskRef(name=f"t{i}", path=f"/tasks/t{i}", domain=("law", "banking")[i % 2]) for i in range(7)
@@ -68,7 +68,7 @@ class FakeRollout:
             await asyncio.sleep(self.rng.uniform(0.001, 0.02))
             if key in self.lose:
                 self.lose.discard(key)
-                raise WorkerLost("killed")
+                raise WorkerLost("killed", "worker-9")
             second = self._label()
         finally:
             self.engine.busy -= 1
@@ -82,7 +82,9 @@ class FakeRollout:
         record.weight_versions = [-1, first, first, -1, second]
         record.stop_reason = "answered"
         record.reward = float(request.attempt % 2)  # half the group passes: signal
-        return Rollout(request=request, record=record, passed=bool(record.reward))
+        return Rollout(
+            request=request, record=record, passed=bool(record.reward), worker="worker-1"
+        )
 
     async def close(self) -> None:
         pass
@@ -277,7 +279,7 @@ def test_an_evaluation_runs_as_many_attempts_at_once_as_it_may(
 def test_a_lost_worker_runs_the_attempt_again(tmp_path: Path) -> None:
     lose = {("g000000/" + TaskStream(TASKS, seed=3).task_at(0).name, 1)}
     controller, _engine, rollout, _trainer, _sink = make(
-        tmp_path, steps=30, staleness=50, lose=lose
+        tmp_path, steps=30, staleness=50, lose=lose, trajectories_dir=tmp_path / "trajectories"
     )
     history = asyncio.run(controller.run())
     assert history[-1]["rollout/requeued"] == 1
@@ -285,6 +287,11 @@ def test_a_lost_worker_runs_the_attempt_again(tmp_path: Path) -> None:
     assert next(iter(lose))[0] in trained
     first = [r for r in rollout.calls if r.group_id.startswith("g000000/") and r.attempt == 1]
     assert len(first) == 2  # lost once, then run again
+    # The trained record says where it was lost and who ran it in the end; no other was lost.
+    records = read_trajectories(tmp_path / "trajectories")
+    lost = {r.trajectory_id: r.lost_on for r in records if r.lost_on}
+    assert lost == {"g000000/" + TaskStream(TASKS, seed=3).task_at(0).name + "#1": ["worker-9"]}
+    assert {r.worker for r in records} == {"worker-1"}
 
 
 def test_resume_neither_repeats_nor_skips_a_group(tmp_path: Path) -> None:

@@ -123,10 +123,20 @@ def test_a_killed_rollout_worker_and_a_killed_engine_cost_only_their_work(
     trained = [g for r in steps for g in r["data/group_ids"]]
     assert len(trained) == len(set(trained)) == 8
     # Each trained group has each of its attempts once: a rerun replaced the lost one.
+    records = []
     for index in range(1, 5):
-        records = read_parquet(run / "trajectories" / f"step-{index:06d}.parquet")
-        per_group = Counter(r.group_id for r in records)
+        step = read_parquet(run / "trajectories" / f"step-{index:06d}.parquet")
+        per_group = Counter(r.group_id for r in step)
         assert set(per_group.values()) == {int(tree["rollout"]["attempts"])}, per_group
+        assert len({r.trajectory_id for r in step}) == len(step)
+        records += step
+    # Only the victim lost work: every attempt sent again was lost on worker-0, and what
+    # worker-1 ran it ran once (no record names it among the workers that died under it).
+    lost = [r for r in records if r.lost_on]
+    assert lost, "no trained record says it was lost and sent again"
+    assert {w for r in lost for w in r.lost_on} == {"worker-0"}, [r.lost_on for r in lost]
+    assert {r.worker for r in records} <= {"worker-0", "worker-1"}
+    assert any(r.worker == "worker-1" for r in records)
     # Ray restarted the engine with the initial weights: a push missed it while it restarted,
     # and the current weights reached it again (a repair, or the next push if that came first).
     missed = sum(int(r.get("weights/missed", 0)) for r in steps)

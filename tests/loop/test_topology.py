@@ -110,6 +110,7 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
     import safetensors.torch
 
     from bureau.inference.weights import digest
+    from bureau.loop.actors.cluster import RayRun, SharedPathsError
     from bureau.loop.config import RunConfig
     from bureau.loop.run import train
     from bureau.loop.sides import TrainerHost
@@ -144,6 +145,16 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
     )  # fmt: skip
     try:
         assert train(config, say=lambda _line: None, on_step=on_step) == steps
+        # A cluster one of whose nodes cannot see a path of the run is refused before any
+        # actor starts, naming the node and the path (here every node lacks it).
+        unseen = tmp_path / "tasks-on-the-driver-only"
+        lacking = config.model_copy(
+            update={"data": config.data.model_copy(update={"eval": unseen})}
+        )
+        with pytest.raises(
+            SharedPathsError, match=rf"node .*\(CPU 2, GPU 4\): {unseen} does not exist"
+        ):
+            RayRun(lacking, lambda _line: None).check_shared_paths()
     finally:
         ray.shutdown()
 

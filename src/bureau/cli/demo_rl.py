@@ -277,6 +277,7 @@ def summarize(
     *,
     seed: int,
     untrained: tuple[str, ...] = (),
+    title: str = "held-out Pass@1 (eval worlds, prompts never trained on), 95% intervals",
 ) -> Verdict:
     """Print held-out Pass@1 before and after RL, overall (the trained templates) and per
     template, with intervals that resample tasks and the paired per-task difference; then the
@@ -291,7 +292,7 @@ def summarize(
     transfer = compare_reports(
         EvalReport.model_validate(after), EvalReport.model_validate(before), seed=seed
     )
-    table = Table(title="held-out Pass@1 (eval worlds, prompts never trained on), 95% intervals")
+    table = Table(title=title)
     for column in ("", "tasks", "before RL", "after RL", "paired difference"):
         table.add_column(column, justify="left" if not column else "right")
 

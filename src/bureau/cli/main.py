@@ -355,6 +355,32 @@ def demo(
     raise typer.Exit(run_demo(out, seed, jobs))
 
 
+@app.command("demo-tune")
+def demo_tune(
+    out: Annotated[Path, typer.Option(help="Tuning folder.")] = Path("runs/demo-tune"),
+    seed: Annotated[int, typer.Option(help="The tuning seed.")] = 0,
+    candidate: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="One candidate: space-separated KEY=VALUE overrides of configs/cpu-demo.toml "
+            "(repeat the option for each; an empty string is the config as it is)."
+        ),
+    ] = None,
+    reuse: Annotated[
+        bool, typer.Option(help="Reuse the policy and validation split already in OUT/rl.")
+    ] = False,
+    jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+) -> None:
+    """Choose the demo's RL settings on the validation split carved from its training worlds:
+    the demo's policy, trained once per candidate, Pass@1 before and after on validation
+    tasks (never on the eval split), the paired difference of each, the best one named."""
+    from bureau.cli.demo_tune import tune_demo
+
+    candidates = [c.split() for c in (candidate or [""])]
+    result = tune_demo(out, seed=seed, jobs=jobs, candidates=candidates, reuse=reuse)
+    raise typer.Exit(0 if result["chosen"] is not None else 1)
+
+
 def main() -> None:
     """Run the CLI; bad input (a missing or malformed path, task, config or value) is one
     `error: ...` line and exit status 2, not a traceback (`BUREAU_DEBUG=1` shows it)."""

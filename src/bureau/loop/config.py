@@ -201,6 +201,10 @@ class LoggingSection(StrictModel):
     """Write step metrics to TensorBoard (`RUN/tensorboard`) as well as `metrics.jsonl`."""
     progress: bool = True
     """Show the live progress line (step, reward, Pass@1, staleness, trainer wait, ETA)."""
+    live_every_s: float = Field(default=5.0, gt=0)
+    """How often the `live/*` rows (stale drops, requeues, the buffer, trajectories in
+    flight) go to `metrics.jsonl`, between steps too: a run that trains nothing still says
+    what it drops."""
 
 
 class RaySection(StrictModel):

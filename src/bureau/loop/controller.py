@@ -205,6 +205,7 @@ class Controller:
         self, request: RolloutRequest, slots: asyncio.Semaphore | None = None
     ) -> Rollout:
         requeued = 0
+        lost_on: list[str] = []
         async with slots or self.slots:
             self.activity.change(+1)
             self._wake.set()
@@ -214,11 +215,14 @@ class Controller:
                         result = await self.rollout.rollout(request)
                     except WorkerLost as exc:
                         requeued += 1
+                        lost_on.append(exc.worker)
                         self._counters["rollout/requeued"] += 1
                         log.warning("worker lost on %s: %s; running it again", request, exc)
                         await asyncio.sleep(min(2.0, 0.2 * requeued))
                         continue
                     result.requeued = requeued
+                    result.record.worker = result.worker
+                    result.record.lost_on = lost_on
                     return result
             finally:
                 self.activity.change(-1)

@@ -91,6 +91,11 @@ class Rollout:
 class WorkerLost(Exception):
     """The worker running a trajectory died (process crash, node loss): run it again."""
 
+    def __init__(self, message: str, worker: str = "") -> None:
+        super().__init__(message)
+        self.worker = worker
+        """The worker that died (`worker-N`), where the backend knows it."""
+
 
 class RolloutBackend(Protocol):
     """Runs trajectories somewhere: in this process, or on Ray actors."""

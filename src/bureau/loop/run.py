@@ -43,6 +43,7 @@ def settings_of(config: RunConfig) -> LoopSettings:
         stale_policy=config.async_.stale_policy,
         max_dropped_steps=config.async_.max_dropped_steps,
         max_dropped_s=config.async_.max_dropped_s,
+        live_metrics_every_s=config.logging.live_every_s,
         seed=config.seed,
         checkpoint_every=config.checkpoint.every,
         eval_every=config.eval.every,

@@ -42,6 +42,8 @@ def _schema() -> Any:
         pa.field("system_error", pa.string()),
         pa.field("trial_status", pa.string()),
         pa.field("dropped", pa.string()),
+        pa.field("worker", pa.string()),
+        pa.field("lost_on", pa.list_(pa.string())),
         pa.field("num_turns", pa.int32()),
         pa.field("num_sampled_tokens", pa.int32()),
         pa.field("llm_time_s", pa.float64()),

@@ -137,6 +137,10 @@ class TrajectoryRecord:
     dropped: str | None = None
     """Why the RL loop did not train on this record although it kept it (`stale`: sampled
     too many weight versions ago); None for a record it trained on, or outside the loop."""
+    worker: str = ""
+    """The rollout worker that ran it to its reward (the RL loop; empty elsewhere)."""
+    lost_on: list[str] = field(default_factory=list)
+    """Rollout workers that died while running it, in order: each loss sent it again."""
 
     @property
     def num_turns(self) -> int:

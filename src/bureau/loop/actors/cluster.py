@@ -96,10 +96,10 @@ class RayRun:
         self.bundles = [specs[role] for role in counts for _ in range(counts[role]) if specs[role]]
         self.group = placement(self.bundles) if self.bundles else None
         self._index = 0
+        self.check_shared_paths()  # before any actor: one that cannot see the model fails opaquely
         self._start_trainer()
         self._start_engines()
         self._start_workers()
-        self.check_shared_paths()
 
     def _options(self, role: str, index: int) -> dict[str, Any]:
         """Ray options of one actor: its role's resources, in the next bundle (in the order
@@ -133,20 +133,22 @@ class RayRun:
         return int(ray.get(probe.remote()))
 
     def check_shared_paths(self) -> None:
-        """Every node with actors of this run must see the run folder, the model and the task
-        folders under the same paths (one machine, or a filesystem the nodes share): a marker
-        written here must be readable there. Raises `SharedPathsError` naming node and path."""
+        """Every alive node of the cluster (any may get this run's actors) must see the run
+        folder, the model and the task folders under the same paths (one machine, or a
+        filesystem the nodes share): a marker written here must be readable there. Runs
+        before any actor starts. Raises `SharedPathsError` naming each node and path."""
         from bureau.loop.actors.remote import check_paths
 
         cfg = self.config
+        cfg.out.mkdir(parents=True, exist_ok=True)
         marker = cfg.out / f".node-check-{self.prefix}"
         marker.write_text(self.prefix)
         try:
-            report = self.placement_report()["actors"]
-            nodes: dict[str, tuple[str, set[str]]] = {}
-            for actor in report:
-                _ip, roles = nodes.setdefault(actor["node_id"], (actor["node_ip"], set()))
-                roles.add(actor["role"])
+            nodes = {
+                n["NodeID"]: (n["NodeManagerAddress"], n.get("Resources", {}))
+                for n in ray.nodes()
+                if n.get("Alive")
+            }
             paths = [str(marker), str(cfg.model.path / "config.json"), str(cfg.data.train)]
             if cfg.data.eval is not None:
                 paths.append(str(cfg.data.eval))
@@ -163,8 +165,13 @@ class RayRun:
             marker.unlink(missing_ok=True)
         bad = {node: found for node, found in problems.items() if found}
         if bad:
+
+            def resources(node: str) -> str:
+                held = nodes[node][1]
+                return ", ".join(f"{k} {held[k]:g}" for k in ("CPU", "GPU") if held.get(k))
+
             lines = [
-                f"node {nodes[node][0]} ({', '.join(sorted(nodes[node][1]))}): {'; '.join(found)}"
+                f"node {nodes[node][0]} ({resources(node)}): {'; '.join(found)}"
                 for node, found in bad.items()
             ]
             raise SharedPathsError(

@@ -36,7 +36,7 @@ class RayRollout:
             result: Rollout = await self.actors[index].rollout.remote(request)
             return result
         except RayActorError as exc:
-            raise WorkerLost(f"rollout worker {index}: {exc}") from exc
+            raise WorkerLost(f"rollout worker {index}: {exc}", f"worker-{index}") from exc
         finally:
             self.load[index] -= 1
 
