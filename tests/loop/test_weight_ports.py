@@ -34,13 +34,13 @@ class _Engine:
         self.version = 0
         self.restarting, self.broken = restarting, broken
 
-        async def update_weights(_state: Any, version: int) -> float:
+        async def update_weights(_state: Any, version: int) -> tuple[float, int]:
             if self.restarting:
                 raise ActorUnavailableError("The actor is restarting", None)
             if self.broken:
                 raise ValueError("bad weights")
-            self.version = version
-            return 0.0
+            before, self.version = self.version, version
+            return 0.0, before
 
         async def weight_version() -> int:
             return self.version
@@ -67,6 +67,19 @@ def test_a_restarting_engine_is_missed_then_repaired(tmp_path: Path) -> None:
     restarting.restarting = False  # Ray brought it back, on the initial weights
     assert asyncio.run(port.repair(3)) == 1
     assert restarting.version == 3
+
+
+def test_a_push_counts_an_engine_that_came_back_on_the_initial_weights(tmp_path: Path) -> None:
+    """Ray restarted an engine between two pushes (none missed it): the next push finds it
+    more than one version behind and brings it current, and says so."""
+    steady, restarted = _Engine(), _Engine()
+    port = _port([steady, restarted], tmp_path)
+    assert asyncio.run(port.publish(1))["weights/caught_up"] == 0
+    assert asyncio.run(port.publish(2))["weights/caught_up"] == 0
+    restarted.version = 0  # killed and restarted by Ray on the initial weights
+    metrics = asyncio.run(port.publish(3))
+    assert metrics["weights/caught_up"] == 1 and metrics["weights/missed"] == 0
+    assert steady.version == restarted.version == 3
 
 
 def test_any_other_failure_of_a_push_is_raised(tmp_path: Path) -> None:

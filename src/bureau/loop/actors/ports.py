@@ -116,33 +116,37 @@ class RayWeights:
             return str(folder)
         return str(await self.trainer.export(folder, self.dtype))
 
-    async def _push(self, engines: list[Any], version: int) -> tuple[float, float, int]:
-        """Send `version` to `engines`: (seconds, export seconds, engines missed). An engine
-        that died or is restarting is missed, not an error: Ray restarts it on the initial
-        weights, and `repair` brings it to the current version."""
+    async def _push(self, engines: list[Any], version: int) -> tuple[float, float, int, int]:
+        """Send `version` to `engines`: (seconds, export seconds, engines missed, engines that
+        were more than one version behind, as one Ray restarted on the initial weights is). An
+        engine that died or is restarting is missed, not an error: Ray restarts it on the
+        initial weights, and `repair` (or the next push) brings it to the current version."""
         started = time.perf_counter()
         source = await self._source(version)
         exported = time.perf_counter() - started
         results = await asyncio.gather(
             *(e.update_weights.remote(source, version) for e in engines), return_exceptions=True
         )
-        missed = 0
+        missed = behind = 0
         for result in results:
             if isinstance(result, RayActorError):  # ActorUnavailableError too: restarting
                 missed += 1
             elif isinstance(result, BaseException):
                 raise result
+            elif result[1] < version - 1:
+                behind += 1
         if self.transport == "disk" and not missed:
             self.disk.prune(version)
-        return time.perf_counter() - started, exported, missed
+        return time.perf_counter() - started, exported, missed, behind
 
     async def publish(self, version: int) -> dict[str, float]:
-        total, exported, missed = await self._push(self.engines, version)
+        total, exported, missed, behind = await self._push(self.engines, version)
         return {
             "weights/sync_s": total,
             "weights/export_s": exported,
             "weights/missed": missed,
             "weights/engines_updated": len(self.engines) - missed,
+            "weights/caught_up": behind,
         }
 
     async def repair(self, version: int) -> int:
@@ -156,7 +160,7 @@ class RayWeights:
         ]
         if not behind:
             return 0
-        _, _, missed = await self._push(behind, version)
+        _, _, missed, _ = await self._push(behind, version)
         return len(behind) - missed
 
 

@@ -125,8 +125,12 @@ class EngineActor:
         """The GPUs Ray gave this actor (logical ones on a machine without GPUs)."""
         return list(ray.get_gpu_ids())
 
-    def update_weights(self, state: dict[str, torch.Tensor] | str, version: int) -> float:
-        return self.host.update_weights(state, version)
+    def update_weights(
+        self, state: dict[str, torch.Tensor] | str, version: int
+    ) -> tuple[float, int]:
+        """Load `version`; (seconds taken, the version held before: 0 after a restart)."""
+        before = self.host.weight_version()
+        return self.host.update_weights(state, version), before
 
     def weight_version(self) -> int:
         return self.host.weight_version()
