@@ -21,6 +21,7 @@ runs in Docker, in a bubblewrap sandbox, or in-process against a temporary works
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -54,10 +55,12 @@ IMAGE_PACKAGES = (
 """The Python packages of a task's images: the document libraries the agent and the grader use."""
 
 
+@functools.cache
 def image_requirements() -> str:
     """Each of `IMAGE_PACKAGES` pinned to the version installed where the world is built, the
     versions its oracle was verified with (`harbor lint` wants exact pins). The local runtime
-    runs a task only where the sandbox's Python has exactly these."""
+    runs a task only where the sandbox's Python has exactly these. Read once a process: each
+    lookup parses a package's metadata, a quarter of a world's build time when it was per task."""
     from importlib import metadata
 
     pins = []
