@@ -22,7 +22,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from bureau.tasks.dataset import MANIFEST_FILE, UNKNOWN, load_dataset, write_manifest
+from bureau.tasks.dataset import (
+    MANIFEST_FILE,
+    UNKNOWN,
+    ManifestEntry,
+    load_dataset,
+    write_manifest,
+)
 from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
 from bureau.tasks.taskdir import load_task_dir
 
@@ -91,8 +97,10 @@ def carve_validation(source: Path, count: int, out: Path) -> Carved:
     carved_entries = [e for e in dataset.entries if e.world_id in picked]
     kept = [e for e in dataset.entries if e.world_id not in picked]
     trained = {_instruction(source / e.path) for e in kept}
-    moved = [e for e in carved_entries if _instruction(source / e.path) not in trained]
-    duplicates = [e for e in carved_entries if e not in moved]
+    moved: list[ManifestEntry] = []
+    duplicates: list[ManifestEntry] = []
+    for entry in carved_entries:
+        (duplicates if _instruction(source / entry.path) in trained else moved).append(entry)
     out.mkdir(parents=True, exist_ok=True)
     for entry in duplicates:
         shutil.rmtree(source / entry.path)
