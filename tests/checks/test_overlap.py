@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bureau.checks.overlap import Instruction, find_overlap, load_instructions
+from bureau.checks.overlap import (
+    Instruction,
+    find_overlap,
+    load_instructions,
+    planned_instructions,
+)
 from bureau.cli.demo_rl import DemoSizes
 from bureau.tasks.carve import carve_validation
 from bureau.worlds.builder import BuildConfig, build_split
@@ -74,51 +79,60 @@ def test_the_shared_answer_convention_does_not_make_tasks_alike() -> None:
         find_overlap(train, evaluation, threshold=0)
 
 
+@pytest.mark.parametrize("difficulty", ["standard", "starter"])
+def test_planned_instructions_are_the_built_ones(tmp_path: Path, difficulty: str) -> None:
+    """Planning a split without writing its files gives the instructions, templates and names
+    that building it writes: the test below checks the full default splits that way."""
+    cfg = BuildConfig("eval", 4, 30, 3, tmp_path / "built", difficulty, jobs=1)  # type: ignore[arg-type]
+    build_split(cfg)
+    planned = planned_instructions(dataclasses.replace(cfg, jobs=2))
+    assert planned == load_instructions(cfg.out)
+    assert len(planned) == 30 and all(i.names for i in planned)
+    assert not (tmp_path / "built" / ".staging").exists()
+
+
 @pytest.mark.slow
 def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> None:
     """The full default splits (`bureau worlds build --split train|eval`) and the demo's
-    starter sets: no evaluation instruction is word for word a training one, through the
-    command a user runs."""
+    starter sets: no evaluation instruction is word for word a training one. The default
+    splits (2,408 tasks) are planned, not built (the test above ties the two); the demo's sets
+    are built, carved and compared through the command a user runs."""
+    train = planned_instructions(BuildConfig("train", 112, 1928, 0, tmp_path / "train", jobs=2))
+    evaluation = planned_instructions(BuildConfig("eval", 33, 480, 0, tmp_path / "eval", jobs=2))
+    assert (len(train), len(evaluation)) == (1928, 480)
+    found = find_overlap(train, evaluation)
+    assert found.exact == [], found.to_dict()["examples"]
+    assert not (tmp_path / "train").exists()
+
     sizes = DemoSizes()
     demo_train = sizes.train_worlds + sizes.validation_worlds  # validation is carved from these
-    pairs = {
-        "default": [
-            BuildConfig("train", 112, 1928, 0, tmp_path / "train", jobs=2),
-            BuildConfig("eval", 33, 480, 0, tmp_path / "eval", jobs=2),
+    train_cfg = BuildConfig(
+        "train", demo_train, demo_train * 8, 0, tmp_path / "demo-train", "starter", jobs=2
+    )
+    eval_cfg = BuildConfig(
+        "eval", sizes.eval_worlds, sizes.eval_worlds * 8, 0, tmp_path / "demo-eval", "starter",
+        jobs=2,
+    )  # fmt: skip
+    build_split(train_cfg)
+    build_split(eval_cfg)
+    # The demo's validation split, held out from training as eval is.
+    carved = carve_validation(train_cfg.out, sizes.validation_worlds, tmp_path / "demo-val")
+    validation = load_instructions(tmp_path / "demo-val")
+    assert len(validation) == carved.tasks > 0
+    assert find_overlap(load_instructions(train_cfg.out), validation).exact == []
+    report = tmp_path / "demo.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "bureau.cli.main", "tasks", "overlap",
+            str(train_cfg.out), str(eval_cfg.out), "--report", str(report),
         ],
-        "demo": [
-            BuildConfig(
-                "train", demo_train, demo_train * 8, 0, tmp_path / "demo-train", "starter", jobs=2,
-            ),
-            BuildConfig(
-                "eval", sizes.eval_worlds, sizes.eval_worlds * 8, 0, tmp_path / "demo-eval",
-                "starter", jobs=2,
-            ),
-        ],
-    }  # fmt: skip
-    for name, (train, evaluation) in pairs.items():
-        build_split(train)
-        build_split(evaluation)
-        if name == "demo":  # the demo's validation split, held out from training as eval is
-            carved = carve_validation(train.out, sizes.validation_worlds, tmp_path / "demo-val")
-            validation = load_instructions(tmp_path / "demo-val")
-            assert len(validation) == carved.tasks > 0
-            assert find_overlap(load_instructions(train.out), validation).exact == []
-            train = dataclasses.replace(train, tasks=carved.left)
-        report = tmp_path / f"{name}.json"
-        done = subprocess.run(
-            [
-                sys.executable, "-m", "bureau.cli.main", "tasks", "overlap",
-                str(train.out), str(evaluation.out), "--report", str(report),
-            ],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        print(done.stdout[-4000:])
-        found = json.loads(report.read_text())
-        assert (found["first_tasks"], found["second_tasks"]) == (train.tasks, evaluation.tasks)
-        assert found["exact"] == 0, found["examples"]["exact"]
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        # Every world lists its own names for the masked comparison.
-        manifest = json.loads((evaluation.out / "bureau-dataset.json").read_text())
-        assert all(world["names"] for world in manifest["worlds"])
-        assert len(load_instructions(evaluation.out)) == evaluation.tasks
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    print(done.stdout[-4000:])
+    found_demo = json.loads(report.read_text())
+    assert (found_demo["first_tasks"], found_demo["second_tasks"]) == (carved.left, eval_cfg.tasks)
+    assert found_demo["exact"] == 0, found_demo["examples"]["exact"]
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # Every world lists its own names for the masked comparison.
+    manifest = json.loads((eval_cfg.out / "bureau-dataset.json").read_text())
+    assert all(world["names"] for world in manifest["worlds"])

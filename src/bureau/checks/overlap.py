@@ -16,18 +16,28 @@ Paragraphs that more than half of all instructions share (the answer convention 
 task ends with) are left out of the masked and near comparisons, so they measure the part of
 an instruction that is the task's own. Candidates for the near level come from an inverted
 index of 3-grams, so the full default splits (1928 x 480 tasks) compare in seconds.
+
+`planned_instructions(cfg)` gives the instructions a `bureau worlds build` with that config
+would write, without writing the worlds: the generator runs as in a build (the same draws, so
+the same tasks) but does not serialise workbooks, documents and decks, which is most of a
+build's time.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bureau.tasks.dataset import load_dataset
 from bureau.tasks.taskdir import load_task_dir
+from bureau.worlds.builder import BuildConfig, WorldPlan, plan_split, task_id, world_names
+from bureau.worlds.builder import world_tasks as generate_world_tasks
+from bureau.worlds.taskwriter import render_instruction
 
 NEAR_THRESHOLD = 0.8
 SHINGLE = 3
@@ -127,6 +137,29 @@ def load_instructions(root: Path) -> list[Instruction]:
             )
         )
     return found
+
+
+def planned_instructions(cfg: BuildConfig) -> list[Instruction]:
+    """The instructions, templates and world names that building `cfg` would write, in the
+    dataset's order, generated `cfg.jobs` worlds at a time (`cfg.out` is not touched)."""
+    plans = plan_split(cfg)
+    jobs = max(1, min(cfg.jobs, len(plans)))
+    work = [(plan, cfg) for plan in plans]
+    if jobs == 1:
+        return [i for item in work for i in _world_instructions(item)]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return [i for world in pool.map(_world_instructions, work) for i in world]
+
+
+def _world_instructions(item: tuple[WorldPlan, BuildConfig]) -> list[Instruction]:
+    plan, cfg = item
+    with tempfile.TemporaryDirectory(prefix="bureau-plan-") as scratch:
+        ctx, specs = generate_world_tasks(plan, cfg, Path(scratch), render=False)
+    names = tuple(world_names(ctx.company, specs))
+    return [
+        Instruction(f"bureau/{task_id(plan, j)}", spec.template, render_instruction(spec), names)
+        for j, spec in enumerate(specs)
+    ]
 
 
 def find_overlap(

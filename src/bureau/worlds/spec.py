@@ -8,6 +8,7 @@ them so every template states its checks the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,10 @@ class WorldContext:
     rng: random.Random
     n_files: int
     files: list[str] = field(default_factory=list)
+    render: bool = True
+    """False when only the world's tasks are wanted (`builder.plan_instructions`): the
+    workbooks, documents and decks are not serialised (most of a build's time), everything else
+    runs as in a build, so the same random draws give the same facts and tasks."""
 
     @property
     def email_domain(self) -> str:
@@ -96,15 +101,23 @@ class WorldContext:
         return PdfDoc(self.path(rel), title, **kwargs)
 
     def xlsx(self, rel: str, spec: WorkbookSpec) -> None:
-        write_workbook(self.path(rel), spec)
+        target = self.path(rel)
+        if self.render:
+            write_workbook(target, spec)
 
     def docx(self, rel: str, spec: DocSpec) -> None:
-        write_docx(self.path(rel), spec)
+        target = self.path(rel)
+        if self.render:
+            write_docx(target, spec)
 
     def pptx(self, rel: str, spec: DeckSpec) -> None:
-        write_pptx(self.path(rel), spec)
+        target = self.path(rel)
+        if self.render:
+            write_pptx(target, spec)
 
     def email(self, rel: str, mail: Email) -> str:
+        if not self.render:  # attachments may be unwritten; the Message-ID does not use them
+            mail = dataclasses.replace(mail, attachments=[])
         return write_eml(self.path(rel), mail, domain=self.email_domain)
 
     def chat(self, rel: str, channel: str, members: list[str], msgs: list[ChatMessage]) -> None:
