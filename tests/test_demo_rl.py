@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bureau.cli.demo_rl import summarize
+import pytest
+
+from bureau.cli.demo_rl import DemoSizes, summarize
 from bureau.evaluation.report import AttemptRow, summarize_attempts
 
 
@@ -49,3 +51,22 @@ def test_an_untrained_template_is_a_figure_apart_from_the_verdict(capsys) -> Non
     assert verdict.comparison["untrained"]["law.b"]["pass_at_1"]["difference"] == 0.5
     printed = capsys.readouterr().out
     assert "transfer, never trained on: law.b Pass@1 0.000 -> 0.500" in printed
+
+
+def test_demo_sizes_take_key_value_settings() -> None:
+    """`bureau demo-tune --size`: each field from its text, or an error naming the key."""
+    sizes = DemoSizes().replaced(
+        ["sft_steps=200", "templates=law.a, banking.b", "rl_steps=none", "vocab=qwen3"]
+    )
+    assert (sizes.sft_steps, sizes.templates, sizes.rl_steps, sizes.vocab) == (
+        200,
+        ("law.a", "banking.b"),
+        None,
+        "qwen3",
+    )
+    assert DemoSizes().replaced(["rl_steps=4"]).rl_steps == 4
+    assert sizes.layers == DemoSizes().layers
+    with pytest.raises(ValueError, match="'sft=2': expected KEY=VALUE"):
+        DemoSizes().replaced(["sft=2"])
+    with pytest.raises(ValueError, match="sft_steps: 'x' is not a whole number"):
+        DemoSizes().replaced(["sft_steps=x"])

@@ -21,6 +21,7 @@ commands write, under `OUT/rl/`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import time
@@ -36,6 +37,7 @@ from bureau.worlds.builder import BuildConfig
 
 if TYPE_CHECKING:
     from bureau.loop.config import RunConfig
+    from bureau.models.tokenizer import Vocab
 
 TEMPLATES = (
     "law.starter_register_value",
@@ -66,6 +68,12 @@ DEMO_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "cpu-demo.toml"
 class DemoSizes:
     """How big each stage is (the defaults are the demo's; tests shrink them)."""
 
+    vocab: Vocab = "qwen3-demo"
+    """The policy's vocabulary (`bureau.models.tokenizer`): Qwen3's BPE stopped at 8,192 ranks,
+    so the output layer, which dominates a tiny model's cost, is a nineteenth of Qwen3's."""
+    layers: int = 4
+    hidden: int = 256
+    heads: int = 4
     train_worlds: int = 40
     validation_worlds: int = 12
     """Worlds built beside the train worlds and carved out as the validation split
@@ -82,6 +90,32 @@ class DemoSizes:
     """None: the `steps` of configs/cpu-demo.toml."""
     templates: tuple[str, ...] = TEMPLATES
     transfer: tuple[str, ...] = (TRANSFER,)
+
+    def replaced(self, settings: list[str]) -> DemoSizes:
+        """These sizes with `KEY=VALUE` settings (`bureau demo-tune --size`): numbers as
+        numbers, `none` for no value, lists comma-separated. An unknown key or a bad value is
+        a ValueError naming it."""
+        fields = {f.name: f for f in dataclasses.fields(self)}
+        changes: dict[str, Any] = {}
+        for setting in settings:
+            key, sep, text = setting.partition("=")
+            key = key.strip()
+            if not sep or key not in fields:
+                known = ", ".join(fields)
+                raise ValueError(f"demo size {setting!r}: expected KEY=VALUE, KEY one of {known}")
+            current = getattr(self, key)
+            try:
+                if text.lower() == "none" and key == "rl_steps":
+                    changes[key] = None
+                elif isinstance(current, tuple):
+                    changes[key] = tuple(t.strip() for t in text.split(",") if t.strip())
+                elif isinstance(current, int) or key == "rl_steps":
+                    changes[key] = int(text)
+                else:
+                    changes[key] = text
+            except ValueError:
+                raise ValueError(f"demo size {key}: {text!r} is not a whole number") from None
+        return dataclasses.replace(self, **changes)
 
 
 def _stage(title: str) -> float:
@@ -163,8 +197,8 @@ def prepare_policy(root: Path, *, seed: int, jobs: int, sizes: DemoSizes) -> dic
 
     t = _stage("copy pretraining of a random tiny model (synthetic text, no task data)")
     base = init_checkpoint(
-        "qwen3", 2, 128, root / "models" / "random", heads=4, kv_heads=4,
-        tie_embeddings=True, seed=seed, overwrite=True,
+        sizes.vocab, sizes.layers, sizes.hidden, root / "models" / "random",
+        heads=sizes.heads, kv_heads=sizes.heads, tie_embeddings=True, seed=seed, overwrite=True,
     )  # fmt: skip
     pretrain_copy(
         PretrainConfig(model=base, out=root / "pretrain", steps=sizes.pretrain_steps, seed=seed),

@@ -369,15 +369,27 @@ def demo_tune(
     reuse: Annotated[
         bool, typer.Option(help="Reuse the policy and validation split already in OUT/rl.")
     ] = False,
+    size: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="KEY=VALUE: one of the demo's sizes for the policy's preparation (a field of "
+            "`DemoSizes`: sft_steps=200, layers=4, templates=a,b; repeat the option)."
+        ),
+    ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
 ) -> None:
     """Choose the demo's RL settings on the validation split carved from its training worlds:
     the demo's policy, trained once per candidate, Pass@1 before and after on validation
     tasks (never on the eval split), the paired difference of each, the best one named."""
+    from bureau.cli.demo_rl import DemoSizes
     from bureau.cli.demo_tune import tune_demo
 
+    try:
+        sizes = DemoSizes().replaced(size or [])
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--size") from None
     candidates = [c.split() for c in (candidate or [""])]
-    result = tune_demo(out, seed=seed, jobs=jobs, candidates=candidates, reuse=reuse)
+    result = tune_demo(out, seed=seed, jobs=jobs, candidates=candidates, reuse=reuse, sizes=sizes)
     raise typer.Exit(0 if result["chosen"] is not None else 1)
 
 
