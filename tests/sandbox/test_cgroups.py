@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,15 +131,28 @@ def test_a_sandbox_gets_its_limits_and_each_phase_its_memory_leaf(
     assert not any(p.exists() for p in (memory, pids, cpu))
 
 
-DAEMONS = (
-    "for i in $(seq 15); do (setsid sleep 300 &); done; "
-    "nohup sh -c 'trap \"\" TERM HUP INT; while :; do sleep 1; done' >/dev/null 2>&1 & "
-    "(sh -c 'while :; do sh -c \"sleep 0.2\" & sleep 0.05; done' &) ; echo started"
-)
-"""Daemons (double forks, `setsid`), a loop that ignores SIGTERM, and one that forks a child
-every 50 ms for ever. Its children live 0.2 s, so the two copies a test runs stay below the
-sandbox's 64 processes: a loop that kept them all filled the cap within a second, and on a
-loaded machine the second copy's forks then failed until its command timed out."""
+def daemons(seconds: int) -> str:
+    """Daemons (double forks, `setsid`) that sleep `seconds`, a loop that ignores SIGTERM, and
+    one that forks a child every 50 ms for ever. Its children live 0.2 s, so the two copies a
+    test runs stay below the sandbox's 64 processes: a loop that kept them all filled the cap
+    within a second, and on a loaded machine the second copy's forks then failed until its
+    command timed out."""
+    return (
+        f"for i in $(seq 15); do (setsid sleep {seconds} &); done; "
+        "nohup sh -c 'trap \"\" TERM HUP INT; while :; do sleep 1; done' >/dev/null 2>&1 & "
+        "(sh -c 'while :; do sh -c \"sleep 0.2\" & sleep 0.05; done' &) ; echo started"
+    )
+
+
+def _commands_of_uid(uid: int) -> list[str]:
+    """The command lines of `uid`'s processes (those that exit while being read are left out)."""
+    lines = []
+    for pid in processes_of_uid(uid):
+        try:
+            lines.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return lines
 
 
 def _teardowns() -> Iterator[object]:
@@ -162,17 +176,27 @@ def _hierarchies() -> list[Hierarchy]:
 def test_stop_ends_every_process_at_once_and_leaves_no_group(
     tmp_path: Path, make_task: MakeTask, teardown: CgroupSupport
 ) -> None:
-    """Daemons, a loop that ignores SIGTERM and a process that keeps forking, in the agent's
-    command and in a spawned one: when `stop` returns, none of them is left, not even as a
-    zombie, and every group is gone."""
+    """Daemons, a loop that ignores SIGTERM and a process that keeps forking. Those of an agent's
+    command die with the command (its pid namespace ends with it). Those of a spawned process
+    live on until `stop`; when `stop` returns, none of them is left, not even as a zombie, and
+    every group is gone."""
     runtime = _runtime(tmp_path, teardown)
     sandbox = runtime.start(make_task(), timeout_s=30)
-    spawned = sandbox.spawn(["bash", "-c", DAEMONS + "; sleep 300"])
+    spawned = sandbox.spawn(["bash", "-c", daemons(300) + "; sleep 300"])
     try:
-        started = bash(sandbox, DAEMONS, timeout_s=60)
+        started = bash(sandbox, daemons(301), timeout_s=60)
         assert started.stdout.strip() == "started", started
+        assert not [c for c in _commands_of_uid(sandbox.uid) if c.startswith("sleep 301")]
         assert spawned.stdout is not None and spawned.stdout.readline() == b"started\n"
-        assert len(processes_of_uid(sandbox.uid)) > 20
+        # Every daemon, the loop that ignores SIGTERM and a forked child, all running at once.
+        deadline = time.monotonic() + 30
+        while True:
+            seen = _commands_of_uid(sandbox.uid)
+            sleepers = sum(c.startswith("sleep 300") for c in seen)
+            if sleepers == 16 and any("trap" in c for c in seen) and "sleep 0.2 " in seen:
+                break
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.05)
         groups = sandbox._cgroups.dirs if sandbox._cgroups else []
         assert groups
         sandbox.stop()
