@@ -46,7 +46,7 @@ def test_result_has_exit_code_stdout_and_stderr(ws: Workspace) -> None:
 def test_python_runs_in_the_workspace(ws: Workspace, ws_root: Path) -> None:
     program = "import os\nprint(sorted(os.listdir('.'))[:2])\nopen('out.txt', 'w').write('hi')"
     out = code.code_run_python(ws, program)
-    assert "--- stdout ---\n['chat', 'data']\n" in out
+    assert "--- stdout ---\n['calendar', 'chat']\n" in out
     assert (ws_root / "out.txt").read_text() == "hi"
 
 

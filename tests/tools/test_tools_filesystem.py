@@ -18,7 +18,7 @@ def test_list_shows_folders_then_files(ws: Workspace) -> None:
     assert "inside_link.txt -> notes/readme.txt  (link)" in lines
     assert "passwd_link  (link to outside the workspace, not readable)" in lines
     top = fs.fs_list(ws)
-    assert top.splitlines()[1].startswith("chat/  (1 entry)")
+    assert top.splitlines()[1:3] == ["calendar/  (2 entries)", "chat/  (1 entry)"]
 
 
 def test_tree_limits_depth(ws: Workspace) -> None:

@@ -28,7 +28,7 @@ from bureau.tools import PREFIXES as GROUP_PREFIXES
 from bureau.tools.core import ToolSettings, Workspace
 from bureau.tools.server import build_server
 
-PREFIXES = ("fs_", "pdf_", "sheet_", "slides_", "docx_", "mail_", "chat_", "code_")
+PREFIXES = ("fs_", "pdf_", "sheet_", "slides_", "docx_", "mail_", "chat_", "cal_", "code_")
 
 
 @contextlib.asynccontextmanager
@@ -96,7 +96,7 @@ def client(root: Path) -> Iterator[Client]:
 def test_list_tools_covers_every_group_with_unique_prefixed_names(client: Client) -> None:
     tools = client.tools()
     names = [t.name for t in tools]
-    assert len(names) == len(set(names)) == 38
+    assert len(names) == len(set(names)) == 43
     assert all(name.startswith(PREFIXES) for name in names)
     assert {p for p in PREFIXES if any(n.startswith(p) for n in names)} == set(PREFIXES)
     for tool in tools:
@@ -174,6 +174,11 @@ def test_the_groups_a_harness_needs_follow_its_tool_prefixes() -> None:
         ("docx_read", {"path": "docs/memo.docx"}, "[1] (Heading 1) Decision"),
         ("mail_list", {}, "3 messages (inbox: 2, sent: 1)"),
         ("chat_read", {"channel": "#general"}, "Who owns the budget?"),
+        (
+            "cal_events",
+            {"start": "2025-03-11", "end": "2025-03-11", "timezone": "Europe/London"},
+            "2025-03-11 Tue 13:00-14:00 GMT  Vendor review",
+        ),
         ("code_run_python", {"code": "print(6 * 7)"}, "--- stdout ---\n42\n"),
     ],
 )
@@ -231,6 +236,12 @@ def test_writes_take_structured_arguments(client: Client, root: Path) -> None:
             {"folder": "notes"},
             "Error executing tool fs_list: invalid_argument: unknown argument(s) folder; fs_list "
             "takes path, include_hidden",
+        ),
+        (
+            "cal_free_slots",
+            {"people": [], "start": "2025-03-11", "end": "2025-03-11"},
+            "Error executing tool cal_free_slots: invalid_argument: people: List should have at "
+            "least 1 item after validation, not 0",
         ),
         ("fs_delete", {}, "Unknown tool: fs_delete"),
     ],

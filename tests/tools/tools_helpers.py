@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
+from bureau.worlds.render.calendar import Attendee, CalendarEvent, Moved, write_ics
 from bureau.worlds.render.documents import DocSpec, write_docx
 from bureau.worlds.render.messages import ChatMessage, Email, write_chat, write_eml
 from bureau.worlds.render.pdf import PdfDoc
@@ -127,6 +128,81 @@ def _chat(root: Path) -> None:
     write_chat(root / "chat" / "general.json", "#general", ["Dana Lee", "Eli Park"], messages)
 
 
+DANA = Attendee("Dana Lee", "dana.lee@acme.example.com")
+ELI = Attendee("Eli Park", "eli.park@vendor.example.com")
+ANN_DECLINED = Attendee("Ann Roe", "ann.roe@acme.example.com", "DECLINED")
+
+
+def _calendar(root: Path) -> None:
+    """Dana's calendar (New York) and Eli's (London), in March 2025: US summer time starts on
+    the 9th, the UK's on the 30th, so London is 4 hours ahead in between, 5 before."""
+    (root / "calendar").mkdir()
+    sync = CalendarEvent(
+        "sync@acme",
+        "Weekly deal sync",
+        datetime(2025, 3, 3, 9),
+        datetime(2025, 3, 3, 9, 30),
+        "America/New_York",
+        DANA,
+        [ELI, ANN_DECLINED],
+        "Room 4",
+        repeat={"freq": "weekly", "count": 6},
+        skipped=[datetime(2025, 3, 17, 9)],
+        overrides=[
+            Moved(
+                datetime(2025, 3, 10, 9), datetime(2025, 3, 11, 14), datetime(2025, 3, 11, 14, 30)
+            )
+        ],
+        sequence=1,
+    )
+    one_on_one = CalendarEvent(
+        "1on1@acme",
+        "1:1 Dana / Eli",
+        datetime(2025, 3, 5, 16),
+        datetime(2025, 3, 5, 16, 30),
+        "America/New_York",
+        DANA,
+        [ELI],
+        repeat={"freq": "weekly", "count": 4},
+        overrides=[Moved(datetime(2025, 3, 19, 16))],
+    )
+    events = [
+        sync,
+        one_on_one,
+        CalendarEvent(
+            "prep@acme",
+            "Board prep",
+            datetime(2025, 3, 12, 10),
+            datetime(2025, 3, 12, 11),
+            "America/New_York",
+            DANA,
+            [Attendee("Ann Roe", "ann.roe@acme.example.com")],
+            description="Review the Q1 board pack.",
+        ),
+        CalendarEvent(
+            "counsel@acme",
+            "London call with counsel",
+            datetime(2025, 3, 13, 15),
+            datetime(2025, 3, 13, 16),
+            "Europe/London",
+            DANA,
+            [ELI],
+        ),
+        CalendarEvent("offsite@acme", "Offsite", date(2025, 3, 20), date(2025, 3, 22)),
+    ]
+    write_ics(root / "calendar" / "dana-lee.ics", "Dana Lee", "America/New_York", events)
+    vendor = CalendarEvent(
+        "review@vendor",
+        "Vendor review",
+        datetime(2025, 3, 11, 13),
+        datetime(2025, 3, 11, 14),
+        "Europe/London",
+        ELI,
+    )
+    counsel = events[3]  # an invitation: on the calendars of both
+    write_ics(root / "calendar" / "eli-park.ics", "Eli Park", "Europe/London", [vendor, counsel])
+
+
 def build_workspace(root: Path) -> None:
     """Fill `root` (which must exist) with the fixture files."""
     for folder in ("reports", "finance", "decks", "docs", "notes", "data"):
@@ -137,6 +213,7 @@ def build_workspace(root: Path) -> None:
     _memo(root)
     _mail(root)
     _chat(root)
+    _calendar(root)
     (root / "notes" / "readme.txt").write_text("Project notes\nquarterly budget review\nend\n")
     (root / "notes" / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 2001)))
     (root / "data" / "blob.bin").write_bytes(b"\x00\x01binary\x00" * 10)

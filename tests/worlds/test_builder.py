@@ -154,7 +154,7 @@ def test_every_generated_file_opens_with_its_library(small_sets: dict[str, Path]
         for path in files:
             open_with_library(path)
             seen_types.add(path.suffix)
-    assert seen_types == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json"}
+    assert seen_types == {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json", ".ics"}
 
 
 def test_judge_criteria_are_added_only_when_asked(

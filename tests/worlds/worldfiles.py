@@ -8,8 +8,10 @@ from email.parser import BytesParser
 from pathlib import Path
 
 import docx
+import icalendar
 import openpyxl
 import pdfplumber
+import recurring_ical_events
 from pptx import Presentation
 
 
@@ -32,5 +34,11 @@ def open_with_library(path: Path) -> None:
         assert msg.get_body(preferencelist=("plain",)) is not None
     elif suffix == ".json":
         assert json.loads(path.read_text(encoding="utf-8"))["messages"]
+    elif suffix == ".ics":
+        cal = icalendar.Calendar.from_ical(path.read_bytes())
+        events = cal.walk("VEVENT")
+        assert events and all(e.get("DTSTART") and e.get("UID") for e in events)
+        # Every occurrence of every recurring meeting expands, time zones resolved.
+        assert recurring_ical_events.of(cal).between((2025, 1, 1), (2026, 1, 1))
     else:
         raise AssertionError(f"unexpected file type {path}")

@@ -1,10 +1,10 @@
 """MCP tool servers that give an agent the workspace of one trial.
 
-Eight groups, each a module with a `register(server, workspace)` function and a standalone
+Nine groups, each a module with a `register(server, workspace)` function and a standalone
 entry point (`python -m bureau.tools.pdf`); `python -m bureau.tools [--groups a,b]
 [--workspace DIR] [--max-output-chars N] [--call-timeout-s S]` serves any set of them from one
 process over stdio (see `bureau.tools.cli`). Tool names carry their group's prefix (`fs_`,
-`pdf_`, `sheet_`, `slides_`, `docx_`, `mail_`, `chat_`, `code_`) so they stay unique when
+`pdf_`, `sheet_`, `slides_`, `docx_`, `mail_`, `chat_`, `cal_`, `code_`) so they stay unique when
 groups share a server.
 
 What every tool guarantees (`bureau.tools.core`):
@@ -35,6 +35,7 @@ GROUPS: dict[str, str] = {
     "documents": "bureau.tools.documents",
     "mail": "bureau.tools.mail",
     "chat": "bureau.tools.chat",
+    "calendar": "bureau.tools.calendar",
     "code": "bureau.tools.code",
 }
 """Group name -> module that registers it."""
@@ -47,6 +48,7 @@ PREFIXES: dict[str, str] = {
     "documents": "docx_",
     "mail": "mail_",
     "chat": "chat_",
+    "calendar": "cal_",
     "code": "code_",
 }
 """Group name -> the prefix of its tool names."""

@@ -24,7 +24,7 @@ from bureau.tools.runner import protect_server
 INSTRUCTIONS = """\
 Tools over the files of one company workspace ({root}). Paths are relative to that folder.
 Groups: {groups}. Tool names start with their group's prefix (fs_, pdf_, sheet_, slides_,
-docx_, mail_, chat_, code_). Long results are cut in the middle with a note; ask for a smaller
+docx_, mail_, chat_, cal_, code_). Long results are cut in the middle with a note; ask for a smaller
 part to see the rest. Errors read 'kind: message'."""
 
 

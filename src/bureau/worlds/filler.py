@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from .calendars import world_calendars
 from .fabric import FIRST, LAST, at, day, long_date, split_half
 from .render.documents import DocSpec
 from .render.messages import ChatMessage, Email
@@ -159,6 +160,8 @@ FILLERS = (_policy_pdf, _budget_xlsx, _notes_docx, _newsletter_eml, _all_hands_p
 
 
 def fill_world(ctx: WorldContext) -> None:
+    if ctx.difficulty != "starter":
+        world_calendars(ctx)
     i = 0
     while len(ctx.files) < ctx.n_files:
         FILLERS[i % len(FILLERS)](ctx, i)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .render.calendar import CalendarEvent, write_ics
 from .render.documents import DocSpec, write_docx
 from .render.messages import ChatMessage, Email, write_chat, write_eml
 from .render.pdf import PdfDoc
@@ -122,6 +123,9 @@ class WorldContext:
 
     def chat(self, rel: str, channel: str, members: list[str], msgs: list[ChatMessage]) -> None:
         write_chat(self.path(rel), channel, members, msgs)
+
+    def calendar(self, rel: str, name: str, zone: str, events: list[CalendarEvent]) -> None:
+        write_ics(self.path(rel), name, zone, events)
 
 
 # -- criteria -------------------------------------------------------------------------------
