@@ -170,13 +170,14 @@ def test_judge_criteria_are_added_only_when_asked(
     found = {}
     for judged in (False, True):
         out = tmp_path / str(judged)
-        cfg = BuildConfig("eval", 1, 8, 0, out, files_per_world=20, jobs=1, judge_criteria=judged)
+        # As many tasks as banking has standard templates: each template once, the memo too.
+        cfg = BuildConfig("eval", 1, 13, 0, out, files_per_world=20, jobs=1, judge_criteria=judged)
         build_split(cfg)
         memos = [
             p for p in out.iterdir()
             if (p / "task.toml").exists() and "deal_memo" in (p / "task.toml").read_text()
         ]  # fmt: skip
-        assert memos, "the seed gives a deal memo"
+        assert memos, "every template gives a task, the deal memo too"
         rubric = json.loads((memos[0] / "tests" / "rubric.json").read_text())
         found[judged] = [c for c in rubric["criteria"] if c["type"] == "judge"]
         metadata = load_task_dir(memos[0]).config.metadata

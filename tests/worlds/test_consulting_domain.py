@@ -59,7 +59,18 @@ def test_standard_world_files_open_and_oracle_solves(
     dirs = _task_dirs(out)
     workspace = dirs[0] / "environment" / "workspace"
     files = sorted(p for p in workspace.rglob("*") if p.is_file())
-    assert {p.suffix for p in files} >= {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json", ".ics"}
+    assert {p.suffix for p in files} >= {
+        ".pdf",
+        ".xlsx",
+        ".docx",
+        ".pptx",
+        ".eml",
+        ".json",
+        ".ics",
+        ".csv",
+        ".md",
+        ".txt",
+    }
     for path in files:
         open_with_library(path)
     manifest = json.loads((out / builder.MANIFEST).read_text())

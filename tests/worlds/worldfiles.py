@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from email import policy
 from email.parser import BytesParser
@@ -20,7 +21,9 @@ def open_with_library(path: Path) -> None:
     suffix = path.suffix
     if suffix == ".pdf":
         with pdfplumber.open(path) as pdf:
-            assert pdf.pages and pdf.pages[0].extract_text()
+            first = pdf.pages[0]
+            scanned = "scanned" in str(pdf.metadata.get("Subject", ""))
+            assert first.extract_text() or (scanned and first.images)  # a scan: its page image
     elif suffix == ".xlsx":
         assert openpyxl.load_workbook(path, data_only=True).sheetnames
     elif suffix == ".docx":
@@ -40,5 +43,11 @@ def open_with_library(path: Path) -> None:
         assert events and all(e.get("DTSTART") and e.get("UID") for e in events)
         # Every occurrence of every recurring meeting expands, time zones resolved.
         assert recurring_ical_events.of(cal).between((2025, 1, 1), (2026, 1, 1))
+    elif suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+        assert len(rows) > 1 and all(len(r) == len(rows[0]) for r in rows)
+    elif suffix in (".md", ".txt"):
+        assert path.read_text(encoding="utf-8").strip()
     else:
         raise AssertionError(f"unexpected file type {path}")

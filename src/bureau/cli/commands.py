@@ -69,6 +69,9 @@ def print_build_report(report: dict[str, Any]) -> None:
         ("worlds", f"{report['worlds']} {report['worlds_by_domain']}"),
         ("tasks", str(report["tasks"])),
         ("files", str(report["files"])),
+        ("files per world", _spread(report["files_per_world"])),
+        ("messages per world (mail + chat)", _spread(report["messages_per_world"])),
+        ("scanned PDFs", str(report["scanned_pdfs"])),
         ("templates used per domain", str(report["templates_used"])),
         ("templates available", str(report["templates_available"])),
         ("tasks by kind", str(report["tasks_by_kind"])),
@@ -87,6 +90,10 @@ def print_build_report(report: dict[str, Any]) -> None:
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+
+
+def _spread(spread: dict[str, float]) -> str:
+    return f"mean {spread['mean']:g}, min {spread['min']:g}, max {spread['max']:g}"
 
 
 def _by_layout(rates: dict[str, float | None]) -> str:

@@ -82,8 +82,8 @@ def worlds_build(
     files: Annotated[
         int | None,
         typer.Option(
-            help="Target files per world, 20-200 (starter 5-10), default about 40. "
-            "A world always keeps its core documents (21-27).",
+            help="Target files per world, 20-250 (starter 5-10), default 150-250. "
+            "A world always keeps its core documents and calendars (about 24-30).",
         ),
     ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,

@@ -57,7 +57,7 @@ class BuildConfig:
         if self.tasks < self.worlds:
             raise ValueError(f"--tasks ({self.tasks}) must be at least --worlds ({self.worlds})")
         if self.files_per_world is not None:
-            lo, hi = (5, 10) if self.difficulty == "starter" else (20, 200)
+            lo, hi = (5, 10) if self.difficulty == "starter" else (20, 250)
             if not lo <= self.files_per_world <= hi:
                 raise ValueError(
                     f"--files must be within {lo}..{hi} for {self.difficulty} worlds, "
@@ -102,7 +102,7 @@ def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
         elif cfg.difficulty == "starter":
             n_files = rng.randint(5, 10)
         else:
-            n_files = rng.randint(34, 46)
+            n_files = rng.randint(150, 250)
         plans.append(
             WorldPlan(
                 index=i,
@@ -199,11 +199,13 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
 
 def world_entry(plan: WorldPlan, ctx: WorldContext, specs: list[TaskSpec]) -> dict[str, Any]:
     by_type: dict[str, int] = {}
-    size = 0
+    size = chat = 0
     for rel in ctx.files:
         ext = Path(rel).suffix.lstrip(".") or "none"
         by_type[ext] = by_type.get(ext, 0) + 1
         size += (ctx.workspace / rel).stat().st_size
+        if rel.startswith("chat/") and ext == "json":
+            chat += len(json.loads((ctx.workspace / rel).read_text(encoding="utf-8"))["messages"])
     return {
         "world_id": plan.world_id,
         "domain": plan.domain,
@@ -211,6 +213,8 @@ def world_entry(plan: WorldPlan, ctx: WorldContext, specs: list[TaskSpec]) -> di
         "n_files": len(ctx.files),
         "bytes": size,
         "files_by_type": dict(sorted(by_type.items())),
+        "messages": {"mail": by_type.get("eml", 0), "chat": chat},
+        "file_notes": dict(sorted(ctx.file_notes.items())),
         "names": world_names(plan.company, specs),
     }
 
@@ -304,6 +308,10 @@ def _failure_rate(probes: list[dict[str, Any]]) -> float | None:
     return sum(1 for t in probes if not t["naive_pdf_ok"]) / len(probes) if probes else None
 
 
+def _spread(values: list[int]) -> dict[str, float]:
+    return {"mean": round(sum(values) / len(values), 1), "min": min(values), "max": max(values)}
+
+
 def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dict[str, Any]:
     tasks = manifest["tasks"]
     templates: dict[str, set[str]] = {d: set() for d in DOMAINS}
@@ -324,6 +332,11 @@ def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dic
             d: sum(1 for w in manifest["worlds"] if w["domain"] == d) for d in DOMAINS
         },
         "files": sum(w["n_files"] for w in manifest["worlds"]),
+        "files_per_world": _spread([w["n_files"] for w in manifest["worlds"]]),
+        "messages_per_world": _spread(
+            [w["messages"]["mail"] + w["messages"]["chat"] for w in manifest["worlds"]]
+        ),
+        "scanned_pdfs": sum(len(w["file_notes"]) for w in manifest["worlds"]),
         "templates_used": {d: len(s) for d, s in templates.items()},
         "templates_available": {
             d: {

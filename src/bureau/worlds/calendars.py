@@ -5,15 +5,16 @@ server would export them. The mix is what a professional's calendar holds: a wee
 meeting with holidays skipped and one occurrence moved, fortnightly one-to-ones, a monthly
 steering committee with someone abroad, client and counterparty calls in other time zones, some
 rescheduled (a higher `SEQUENCE` and a note saying why), some cancelled or tentative,
-invitations declined, and all-day offsites and trainings. Every draw comes from the world's
-random generator, so the same seed writes the same bytes.
+invitations declined, and all-day offsites and trainings. Every draw comes from the generator
+passed in, so the same seed writes the same bytes.
 """
 
 from __future__ import annotations
 
+import random
 from datetime import date, datetime, timedelta
 
-from .fabric import FIRST, LAST, slug, split_half
+from .fabric import slug
 from .render.calendar import Attendee, CalendarEvent, Moved
 from .spec import WorldContext
 
@@ -55,31 +56,23 @@ REASONS = (
 )
 
 
-def _person(ctx: WorldContext, taken: set[str]) -> Attendee:
-    for _ in range(100):
-        name = f"{ctx.rng.choice(FIRST)} {ctx.rng.choice(split_half(LAST, ctx.split))}"
-        if name not in taken:
-            taken.add(name)
-            return Attendee(name, f"{name.lower().replace(' ', '.')}@{ctx.email_domain}")
-    raise ValueError(f"world {ctx.world_id}: ran out of names for calendars")
-
-
 def _weekday(week: int, weekday: int) -> date:
     return START + timedelta(weeks=week, days=weekday)
 
 
-def _answered(ctx: WorldContext, people: list[Attendee]) -> list[Attendee]:
+def _answered(rng: random.Random, people: list[Attendee]) -> list[Attendee]:
     """Most accept; some decline or have not answered."""
     answers = ["ACCEPTED"] * 6 + ["DECLINED", "TENTATIVE", "NEEDS-ACTION"]
-    return [Attendee(p.name, p.email, ctx.rng.choice(answers)) for p in people]
+    return [Attendee(p.name, p.email, rng.choice(answers)) for p in people]
 
 
-def world_calendars(ctx: WorldContext, owners: int = 3) -> list[str]:
-    """Write `owners` calendars under calendar/; returns their paths."""
-    rng = ctx.rng
-    taken: set[str] = set()
-    team = [_person(ctx, taken) for _ in range(owners + 3)]
-    lead, outside = team[0], _person(ctx, taken)
+def world_calendars(
+    ctx: WorldContext, rng: random.Random, roster: list[Attendee], owners: int = 3
+) -> list[str]:
+    """Write the calendars of the first `owners` of a team drawn from `roster` (at least
+    `owners + 4` people) under calendar/; returns their paths."""
+    team = rng.sample(roster, owners + 4)
+    lead, outside = team[0], team.pop()
     outside = Attendee(outside.name, outside.email.replace(ctx.email_domain, "partner.example.org"))
     home = rng.choice(HOME_ZONES)
     uid = iter(f"{ctx.world_id}-{k}@{ctx.email_domain}" for k in range(10_000))
@@ -101,7 +94,7 @@ def world_calendars(ctx: WorldContext, owners: int = 3) -> list[str]:
             first + timedelta(minutes=45),
             home,
             lead,
-            _answered(ctx, team[1:]),
+            _answered(rng, team[1:]),
             rng.choice(ROOMS[:3]),
             f"Standing agenda: priorities, blockers, staffing. Owner: {lead.name}.",
             repeat={"freq": "weekly", "count": WEEKS},
@@ -142,7 +135,7 @@ def world_calendars(ctx: WorldContext, owners: int = 3) -> list[str]:
             steer + timedelta(hours=1),
             home,
             lead,
-            _answered(ctx, [*team[1:3], outside]),
+            _answered(rng, [*team[1:3], outside]),
             "Boardroom",
             f"Monthly steering committee. {outside.name} dials in from {away.split('/')[1]}.",
             repeat={"freq": "monthly", "byday": "1TH", "count": 4},
@@ -168,7 +161,7 @@ def world_calendars(ctx: WorldContext, owners: int = 3) -> list[str]:
             start + length,
             zone,
             organizer,
-            _answered(ctx, guests),
+            _answered(rng, guests),
             rng.choice(ROOMS),
         )
         roll = rng.random()

@@ -7,9 +7,10 @@ format, full of numbers and dates that look relevant but answer no task.
 
 from __future__ import annotations
 
+import random
 from datetime import date
 
-from .calendars import world_calendars
+from .clutter import add_clutter
 from .fabric import FIRST, LAST, at, day, long_date, split_half
 from .render.documents import DocSpec
 from .render.messages import ChatMessage, Email
@@ -160,8 +161,14 @@ FILLERS = (_policy_pdf, _budget_xlsx, _notes_docx, _newsletter_eml, _all_hands_p
 
 
 def fill_world(ctx: WorldContext) -> None:
+    """Top the world up to `ctx.n_files`: a standard world with its clutter (`clutter`, from a
+    generator of its own, and not at all when the world is only planned), a starter world with
+    a few everyday files."""
     if ctx.difficulty != "starter":
-        world_calendars(ctx)
+        seed = ctx.rng.getrandbits(64)  # one draw, whatever the clutter holds
+        if ctx.render:
+            ctx.file_notes.update(add_clutter(ctx, random.Random(seed)))
+        return
     i = 0
     while len(ctx.files) < ctx.n_files:
         FILLERS[i % len(FILLERS)](ctx, i)

@@ -81,6 +81,8 @@ class WorldContext:
     rng: random.Random
     n_files: int
     files: list[str] = field(default_factory=list)
+    file_notes: dict[str, str] = field(default_factory=dict)
+    """What a reader should know of a file that its name does not say (a scan's text layer)."""
     render: bool = True
     """False when only the world's tasks are wanted (`builder.plan_instructions`): the
     workbooks, documents and decks are not serialised (most of a build's time), everything else
