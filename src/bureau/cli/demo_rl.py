@@ -335,7 +335,8 @@ def summarize(
     )
     table = Table(title=title)
     for column in ("", "tasks", "before RL", "after RL", "paired difference"):
-        table.add_column(column, justify="left" if not column else "right")
+        # Template names whole: the figures wrap on a narrow terminal instead.
+        table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
 
     def cell(group: Any) -> str:
         rate = group.pass_at_1

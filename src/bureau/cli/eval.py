@@ -145,7 +145,8 @@ def print_comparison(compared: ReportComparison, title: str) -> None:
 
     table = Table(title=f"{title}: paired per task, 95% intervals over tasks")
     for column in ("", "tasks", "Pass@1 before", "Pass@1 after", "difference", "interval"):
-        table.add_column(column, justify="left" if not column else "right")
+        # Template names whole: the figures wrap on a narrow terminal instead.
+        table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
     groups = [("overall", compared.overall), *compared.domains.items()]
     groups += list(compared.templates.items())
     for name, group in groups:
@@ -298,7 +299,8 @@ def print_report(report: EvalReport) -> None:
         title=f"eval: {len(report.tasks)} tasks, k = {report.k}, 95% intervals over tasks"
     )
     for column in ("", "tasks", "graded", "excluded", "Pass@1", "mean reward"):
-        table.add_column(column, justify="left" if not column else "right")
+        # Template names whole: the figures wrap on a narrow terminal instead.
+        table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
     for level in levels:
         table.add_column(f"pass@{level}", justify="right")
     groups = [("overall", report.overall), *report.domains.items(), *report.templates.items()]
