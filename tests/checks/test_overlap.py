@@ -23,7 +23,7 @@ from bureau.checks.overlap import (
 )
 from bureau.cli.demo_rl import DemoSizes
 from bureau.tasks.carve import carve_validation
-from bureau.worlds.builder import BuildConfig, build_split
+from bureau.worlds.builder import DOMAINS, BuildConfig, build_split, domain_module
 
 CONVENTION = "## How to answer\n\nWrite output/answer.json with the keys above."
 
@@ -103,6 +103,10 @@ def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> No
     found = find_overlap(train, evaluation)
     assert found.exact == [], found.to_dict()["examples"]
     assert not (tmp_path / "train").exists()
+    # Kinds of task no training split has: none in train, at least a fifth of eval.
+    held_out = {t.name for d in DOMAINS for t in domain_module(d).TEMPLATES if t.held_out}
+    assert not [i for i in train if i.template in held_out]
+    assert sum(i.template in held_out for i in evaluation) >= 0.2 * len(evaluation)
 
     sizes = DemoSizes()
     demo_train = sizes.train_worlds + sizes.validation_worlds  # validation is carved from these

@@ -194,3 +194,39 @@ def test_a_report_without_some_templates_is_recomputed() -> None:
     }
     assert without_templates(full, ["law.x", "law.z"]).overall.system_errors == {"engine_error": 1}
     assert without_templates(full, []) is full
+
+
+def test_seen_and_unseen_kinds_are_reported_apart() -> None:
+    """Tasks whose template no training split has (`held_out_kind`) are a group of their own,
+    in a report and in a comparison; a dataset that does not say gets no such groups."""
+    from bureau.evaluation.report import compare_reports
+
+    def rows(passes: dict[str, list[bool]]) -> list[AttemptRow]:
+        return [
+            AttemptRow(t, "law", p, float(p), template=f"law.{t[0]}", unseen_kind=t[0] == "u")
+            for t, ps in passes.items()
+            for p in ps
+        ]
+
+    before = summarize_attempts(
+        rows({"s1": [True, True], "s2": [False, False], "u1": [False]}), seed=0
+    )
+    after = summarize_attempts(
+        rows({"s1": [True, True], "s2": [True, False], "u1": [True]}), seed=0
+    )
+    assert list(after.kinds) == ["seen kinds", "unseen kinds"]
+    # Seen: s1 1.0 and s2 0.5, a Pass@1 of 0.75 over 2 tasks; unseen: u1 alone, 1.0.
+    assert after.kinds["seen kinds"].pass_at_1.rate == 0.75
+    assert after.kinds["seen kinds"].tasks == 2 and after.kinds["unseen kinds"].tasks == 1
+    assert after.tasks[2].unseen_kind is True
+    compared = compare_reports(after, before, seed=0)
+    unseen = compared.kinds["unseen kinds"].pass_at_1
+    assert unseen is not None and (unseen.before, unseen.after, unseen.difference) == (0, 1, 1)
+    seen = compared.kinds["seen kinds"].pass_at_1
+    assert seen is not None and seen.difference == pytest.approx(0.25)  # (0 + 0.5) / 2
+    assert summarize_attempts([ok("a", "law", True, 1.0)], seed=0).kinds == {}
+    with pytest.raises(ValueError, match="several kinds"):
+        summarize_attempts(
+            [AttemptRow("a", "law", True, 1.0, unseen_kind=True), ok("a", "law", True, 1.0)],
+            seed=0,
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,18 @@ def test_splits_never_share_a_world_or_company(small_sets: dict[str, Path]) -> N
     assert all(t["split"] == "train" for t in manifests["train"]["tasks"])
     domains = [w["domain"] for w in manifests["train"]["worlds"]]
     assert sorted(domains) == sorted(list(DOMAINS) * 3)
+
+
+def test_held_out_kinds_are_eval_only_and_marked(small_sets: dict[str, Path]) -> None:
+    held_out = {t.name for d in DOMAINS for t in domain_module(d).TEMPLATES if t.held_out}
+    assert len(held_out) == 8
+    for split, root in small_sets.items():
+        for task in json.loads((root / MANIFEST).read_text())["tasks"]:
+            meta = tomllib.loads((root / task["path"] / "task.toml").read_text())["metadata"]
+            assert meta["held_out_kind"] is task["held_out_kind"] is (task["template"] in held_out)
+            assert not (split == "train" and task["held_out_kind"]), task["task_id"]
+    evaluation = json.loads((small_sets["eval"] / MANIFEST).read_text())["tasks"]
+    assert any(t["held_out_kind"] for t in evaluation)
 
 
 def test_every_task_validates_as_a_harbor_task(small_sets: dict[str, Path]) -> None:

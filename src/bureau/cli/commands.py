@@ -78,6 +78,10 @@ def print_build_report(report: dict[str, Any]) -> None:
         ("criteria per task (mean)", f"{report['avg_criteria']:.2f}"),
         ("tasks with file deliverables", f"{report['deliverable_fraction']:.1%}"),
         (
+            "tasks of held-out kinds",
+            f"{report['held_out_kind_fraction']:.1%} (no training split has them)",
+        ),
+        (
             "naive PDF extraction wrong",
             "n/a"
             if rate is None

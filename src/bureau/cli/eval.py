@@ -147,7 +147,7 @@ def print_comparison(compared: ReportComparison, title: str) -> None:
     for column in ("", "tasks", "Pass@1 before", "Pass@1 after", "difference", "interval"):
         # Template names whole: the figures wrap on a narrow terminal instead.
         table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
-    groups = [("overall", compared.overall), *compared.domains.items()]
+    groups = [("overall", compared.overall), *compared.kinds.items(), *compared.domains.items()]
     groups += list(compared.templates.items())
     for name, group in groups:
         found = group.pass_at_1
@@ -303,7 +303,8 @@ def print_report(report: EvalReport) -> None:
         table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
     for level in levels:
         table.add_column(f"pass@{level}", justify="right")
-    groups = [("overall", report.overall), *report.domains.items(), *report.templates.items()]
+    groups = [("overall", report.overall), *report.kinds.items(), *report.domains.items()]
+    groups += list(report.templates.items())
     for name, group in groups:
         table.add_row(
             name,

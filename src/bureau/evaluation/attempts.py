@@ -40,16 +40,31 @@ __all__ = [
 ]
 
 
-def row_of(outcome: AttemptOutcome, domain: str, template: str | None = None) -> AttemptRow:
+def row_of(
+    outcome: AttemptOutcome,
+    domain: str,
+    template: str | None = None,
+    *,
+    unseen_kind: bool | None = None,
+) -> AttemptRow:
     """The eval row of one attempt (`bureau.trials.attempt` decided who failed)."""
     name = outcome.result.task_name
     if outcome.error is not None:
         kind = outcome.error.value
-        return AttemptRow(name, domain, None, None, system_error=kind, template=template)
+        return AttemptRow(
+            name, domain, None, None, system_error=kind, template=template, unseen_kind=unseen_kind
+        )
     failure = outcome.agent_failure.value if outcome.agent_failure is not None else None
     reward = outcome.reward if outcome.reward is not None else 0.0
-    passed = bool(outcome.passed)
-    return AttemptRow(name, domain, passed, reward, agent_failure=failure, template=template)
+    return AttemptRow(
+        name,
+        domain,
+        bool(outcome.passed),
+        reward,
+        agent_failure=failure,
+        template=template,
+        unseen_kind=unseen_kind,
+    )
 
 
 def attempt_from_trial(result: TrialResult, domain: str, template: str | None = None) -> AttemptRow:

@@ -46,6 +46,10 @@ REPORT_FORMAT: Literal["bureau-eval-report/2"] = "bureau-eval-report/2"
 CONFIDENCE = 0.95
 
 
+KIND_GROUPS = {False: "seen kinds", True: "unseen kinds"}
+"""The names of the report's `kinds` groups: templates a training split has, and not."""
+
+
 @dataclass(frozen=True)
 class AttemptRow:
     """One attempt at one task. Exactly one of: a verdict (`passed` and `reward`), or a
@@ -63,6 +67,8 @@ class AttemptRow:
     """Why a graded failure never reached the verifier (agent_timeout, ...), for diagnostics."""
     template: str | None = None
     """The task's template (`law.starter_register_value`), when the dataset records one."""
+    unseen_kind: bool | None = None
+    """Whether the template is a kind no training split has, when the dataset says."""
 
     def __post_init__(self) -> None:
         if self.system_error is not None:
@@ -120,6 +126,7 @@ class TaskReport(BaseModel):
     task: str
     domain: str
     template: str | None = None
+    unseen_kind: bool | None = None
     attempts: int
     graded: int
     passes: int
@@ -144,6 +151,8 @@ class EvalReport(BaseModel):
     domains: dict[str, GroupReport]
     templates: dict[str, GroupReport] = {}
     """Per template, for the tasks whose template is known."""
+    kinds: dict[str, GroupReport] = {}
+    """`seen kinds` and `unseen kinds` (templates no training split has), when tasks say."""
     tasks: list[TaskReport]
     tasks_all_excluded: list[str]
     """Tasks that have attempts but no graded one: they count in no rate."""
@@ -169,6 +178,7 @@ def summarize_attempts(
         for what, values in (
             ("domains", {row.domain for row in attempts}),
             ("templates", {row.template for row in attempts}),
+            ("kinds", {row.unseen_kind for row in attempts}),
         ):
             if len(values) > 1:
                 found = sorted(map(str, values))
@@ -197,6 +207,13 @@ def summarize_attempts(
         templates={
             name: group({t: a for t, a in by_task.items() if a[0].template == name})
             for name in template_names
+        },
+        kinds={
+            KIND_GROUPS[unseen]: group(
+                {t: a for t, a in by_task.items() if a[0].unseen_kind is unseen}
+            )
+            for unseen in (False, True)
+            if any(a[0].unseen_kind is unseen for a in by_task.values())
         },
         tasks=[_task_report(task, attempts) for task, attempts in by_task.items()],
         tasks_all_excluded=[t for t, a in by_task.items() if all(r.excluded for r in a)],
@@ -302,6 +319,7 @@ def _task_report(task: str, attempts: list[AttemptRow]) -> TaskReport:
         task=task,
         domain=attempts[0].domain,
         template=attempts[0].template,
+        unseen_kind=attempts[0].unseen_kind,
         attempts=len(attempts),
         graded=len(graded),
         passes=sum(bool(row.passed) for row in graded),
@@ -327,6 +345,7 @@ def without_templates(report: EvalReport, templates: Iterable[str]) -> EvalRepor
             system_error=error,
             agent_failure=failure,
             template=t.template,
+            unseen_kind=t.unseen_kind,
         )
         for t in report.tasks
         if t.template not in leave
@@ -368,6 +387,8 @@ class ReportComparison(BaseModel):
     overall: PairedGroup
     domains: dict[str, PairedGroup]
     templates: dict[str, PairedGroup]
+    kinds: dict[str, PairedGroup] = {}
+    """`seen kinds` and `unseen kinds`, when the tasks say."""
     tasks_only_before: int
     tasks_only_after: int
 
@@ -417,6 +438,11 @@ def compare_reports(
         overall=group(both),
         domains={d: group([t for t in both if mine[t].domain == d]) for d in domains},
         templates={n: group([t for t in both if mine[t].template == n]) for n in templates},
+        kinds={
+            KIND_GROUPS[unseen]: group([t for t in both if mine[t].unseen_kind is unseen])
+            for unseen in (False, True)
+            if any(mine[t].unseen_kind is unseen for t in both)
+        },
         tasks_only_before=len(theirs.keys() - mine.keys()),
         tasks_only_after=len(mine.keys() - theirs.keys()),
     )

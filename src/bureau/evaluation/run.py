@@ -84,6 +84,8 @@ class EvalTask:
     domain: str
     template: str | None = None
     """task.toml's `[metadata] template`, when the generator wrote one."""
+    unseen_kind: bool | None = None
+    """task.toml's `[metadata] held_out_kind`: a kind no training split has (None: unsaid)."""
 
 
 def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
@@ -106,11 +108,13 @@ def load_eval_tasks(root: Path, max_tasks: int | None = None) -> list[EvalTask]:
         require_runnable(task)
         domain = task.config.metadata.get("domain")
         template = task.config.metadata.get("template")
+        unseen = task.config.metadata.get("held_out_kind")
         tasks.append(
             EvalTask(
                 task,
                 domain if isinstance(domain, str) else manifest_domain,
                 template if isinstance(template, str) else None,
+                unseen if isinstance(unseen, bool) else None,
             )
         )
     return tasks
@@ -316,7 +320,7 @@ def _run_trials(
     write_parquet([o.record for o in outcomes], out / "trajectories.parquet")
     by_name = {t.task.name: t for t in tasks}
     rows = [
-        row_of(o, by_name[o.result.task_name].domain, by_name[o.result.task_name].template)
+        row_of(o, (t := by_name[o.result.task_name]).domain, t.template, unseen_kind=t.unseen_kind)
         for o in outcomes
     ]
     return rows, runtime.enforcement

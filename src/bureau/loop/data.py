@@ -36,6 +36,7 @@ def load_tasks(root: Path, selection: TaskFilter | None = None) -> list[TaskRef]
             path=str(task.path.resolve()),
             domain=str(meta.get("domain", "unknown")),
             template=str(meta.get("template", "")),
+            unseen_kind=unseen if isinstance(unseen := meta.get("held_out_kind"), bool) else None,
         )
         if selection.domains is not None and ref.domain not in selection.domains:
             continue

@@ -31,6 +31,8 @@ class TaskRef:
     """law, consulting, banking (task.toml metadata), for per-domain metrics."""
     template: str = ""
     """The world template the task came from (task.toml metadata)."""
+    unseen_kind: bool | None = None
+    """Whether the template is a kind no training split has (`held_out_kind`; None: unsaid)."""
 
 
 @dataclass(frozen=True)

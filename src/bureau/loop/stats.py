@@ -62,6 +62,7 @@ def eval_metrics(rollouts: Sequence[Rollout], *, seed: int = 0) -> dict[str, Any
             reward=r.reward,
             system_error=r.error_kind,
             template=r.request.task.template or None,
+            unseen_kind=r.request.task.unseen_kind,
         )
         for r in rollouts
     ]
@@ -71,6 +72,7 @@ def eval_metrics(rollouts: Sequence[Rollout], *, seed: int = 0) -> dict[str, Any
         ("", report.overall),
         *((f"/{d}", g) for d, g in sorted(report.domains.items())),
         *((f"/{t}", g) for t, g in sorted(report.templates.items())),
+        *((f"/{k.replace(' ', '_')}", g) for k, g in sorted(report.kinds.items())),
     ]
     for suffix, group in groups:
         rate, mean = group.pass_at_1, group.mean_reward

@@ -118,8 +118,13 @@ def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
 
 
 def choose_tasks(module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int) -> list[TaskSpec]:
-    """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist."""
-    templates = [t for t in module.TEMPLATES if ctx.difficulty in t.difficulties]
+    """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist.
+    A training split never gets a held-out kind (`Template.held_out`)."""
+    templates = [
+        t
+        for t in module.TEMPLATES
+        if ctx.difficulty in t.difficulties and not (t.held_out and ctx.split == "train")
+    ]
     rng = random.Random(f"{ctx.rng.random()}:tasks")
     rng.shuffle(templates)
     specs: list[TaskSpec] = []
@@ -136,6 +141,7 @@ def choose_tasks(module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int
         if spec is None or spec.signature in seen:
             continue
         seen.add(spec.signature)
+        spec.held_out_kind = template.held_out
         specs.append(spec)
     return specs
 
@@ -190,6 +196,7 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
                 "difficulty": cfg.difficulty,
                 "n_criteria": len(spec.criteria),
                 "deliverable": bool(spec.deliverables),
+                "held_out_kind": spec.held_out_kind,
                 "pdf_layout": probe.layout if probe else None,
                 "naive_pdf_ok": naive_probe_ok(staging / probe.file, probe) if probe else None,
             }
@@ -348,6 +355,7 @@ def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dic
         "tasks_by_kind": dict(sorted(kinds.items())),
         "avg_criteria": sum(t["n_criteria"] for t in tasks) / n,
         "deliverable_fraction": sum(1 for t in tasks if t["deliverable"]) / n,
+        "held_out_kind_fraction": sum(1 for t in tasks if t.get("held_out_kind")) / n,
         "pdf_layout_tasks": len(probes),
         "naive_pdf_failure_rate": _failure_rate(probes),
         "naive_pdf_failure_rate_by_layout": {

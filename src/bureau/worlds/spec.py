@@ -60,6 +60,8 @@ class TaskSpec:
     pdf_probe: PdfProbe | None = None
     judged: list[dict[str, Any]] = field(default_factory=list)
     """LLM-judge criteria the template offers; a build adds them with --judge-criteria."""
+    held_out_kind: bool = False
+    """Its template is a held-out kind (`Template.held_out`): set when the task is chosen."""
 
 
 @dataclass
@@ -68,6 +70,9 @@ class Template:
     kind: Kind
     make: Callable[[Any, random.Random, int], TaskSpec | None]
     difficulties: tuple[Difficulty, ...] = ("standard",)
+    held_out: bool = False
+    """A held-out kind: no training split gets it, so an eval can report how the policy does
+    on kinds of task it never trained on (`held_out_kind` in task.toml's metadata)."""
 
 
 @dataclass

@@ -150,6 +150,7 @@ def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]
             "template": spec.template,
             "kind": spec.kind,
             "difficulty": ctx.difficulty,
+            "held_out_kind": spec.held_out_kind,
             "generator": "bureau.worlds",
         },
         "verifier": {"timeout_sec": 120.0, "environment_mode": "separate", "env": {}},
