@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -241,10 +242,15 @@ def init_tasks(harbor_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def harbor_job(
-    harbor_bin: Path, path: Path, agent: str, jobs_dir: Path, *extra: str
+    harbor_bin: Path,
+    path: Path,
+    agent: str,
+    jobs_dir: Path,
+    *extra: str,
+    env_extra: dict[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """One `harbor run` that must complete even when trials fail; task name -> result."""
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env_extra or {})}
     command = [
         *(str(harbor_bin / "harbor"), "run", "-p", str(path), "-a", agent, "-e", ENVIRONMENT),
         *("-o", str(jobs_dir), "--job-name", agent, "-n", "2", "--yes", *extra),
@@ -331,3 +337,57 @@ def test_bureau_checks_every_init_variant(
 
 
 EXPECTED_REWARD = {"oracle": 1.0, "nop": 0.0}
+
+
+PIN = re.compile(r"^\s*([A-Za-z0-9_.-]+)==([0-9][^\s\\]*)", re.MULTILINE)
+
+
+def harbor_versions(harbor_bin: Path, names: list[str]) -> dict[str, str]:
+    code = "import json, sys\nfrom importlib import metadata\n"
+    code += "print(json.dumps({n: metadata.version(n) for n in sys.argv[1:]}))"
+    done = subprocess.run(
+        [str(harbor_bin / "python"), "-c", code, *names], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def test_tasks_built_with_bureaus_venv_run_in_harbors(harbor_bin: Path, tmp_path: Path) -> None:
+    """The round trip of a pin: tasks built by bureau's own environment (this test's Python)
+    pin its versions; Harbor runs them from its own venv, whose versions may differ within a
+    major version (`bureau.tasks.image`: the same major stands in). To exercise a difference
+    whatever the two venvs resolved to, a second copy pins one package one minor version away
+    from Harbor's; with BUREAU_EXACT_PINS=1 that copy is refused, naming the pin."""
+    built = tmp_path / "built"
+    done = subprocess.run(
+        [sys.executable, "-m", "bureau.cli.main", "worlds", "build", "--split", "eval",
+         "--worlds", "1", "--tasks", "2", "--files", "20", "--out", str(built)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    tasks = sorted(p for p in built.iterdir() if (p / "task.toml").exists())
+    pins = dict(PIN.findall((tasks[0] / "environment" / "Dockerfile").read_text()))
+    assert "numpy" in pins and "openpyxl" in pins
+    theirs = harbor_versions(harbor_bin, sorted(pins))
+    print("pins differing between bureau's venv and Harbor's:",
+          {n: (v, theirs[n]) for n, v in pins.items() if theirs[n] != v})  # fmt: skip
+    shifted = tmp_path / "shifted"
+    shutil.copytree(built, shifted)
+    major, minor, *_ = (int(x) for x in theirs["openpyxl"].split("."))
+    other = f"{major}.{minor + 1 if minor == 0 else minor - 1}.0"
+    for dockerfile in shifted.glob("*/environment/Dockerfile"):
+        text = dockerfile.read_text().replace(f"openpyxl=={pins['openpyxl']}", f"openpyxl=={other}")
+        dockerfile.write_text(text)
+    for dataset, agent, reward in [(built, "oracle", 1.0), (shifted, "oracle", 1.0),
+                                   (shifted, "nop", 0.0)]:  # fmt: skip
+        jobs = tmp_path / f"jobs-{dataset.name}-{agent}"
+        jobs.mkdir()
+        trials = harbor_job(harbor_bin, dataset, agent, jobs)
+        assert sorted(trials) == sorted(t.name for t in tasks)
+        assert [outcome(t) for t in trials.values()] == [reward] * len(tasks), trials
+    jobs = tmp_path / "jobs-exact"
+    jobs.mkdir()
+    trials = harbor_job(harbor_bin, shifted, "oracle", jobs, env_extra={"BUREAU_EXACT_PINS": "1"})
+    for trial in trials.values():
+        got = outcome(trial)
+        assert isinstance(got, str) and f"openpyxl=={other}" in got, got

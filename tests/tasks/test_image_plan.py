@@ -113,6 +113,33 @@ def test_pip_installs_the_sandbox_already_satisfies_are_emulated(tmp_path: Path)
     assert load_task_dir(write_task(tmp_path / "t", dockerfile)).local_problems == []
 
 
+def test_an_exact_pin_takes_the_same_major_version_as_a_stand_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task built elsewhere pins that environment's versions; the sandbox's Python stands in
+    with the same major version (and says so), never with another major or a missing one."""
+    from importlib import metadata
+
+    from packaging.version import Version
+
+    have = Version(metadata.version("openpyxl"))
+    other_minor = f"{have.major}.{have.minor + 1}.0"
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(f"FROM python:3.11-slim\nRUN pip install openpyxl=={other_minor}\n")
+    plan = read_image_plan(dockerfile, exact_pins=False)
+    assert plan.errors == []
+    assert plan.substituted == [f"line 2: openpyxl {have} for =={other_minor}"]
+    strict = read_image_plan(dockerfile, exact_pins=True)
+    assert "openpyxl==" in str(strict.errors[0]) and f"it has {have}" in str(strict.errors[0])
+    monkeypatch.setenv("BUREAU_EXACT_PINS", "1")
+    assert read_image_plan(dockerfile).errors  # the environment asks for exact pins
+    monkeypatch.delenv("BUREAU_EXACT_PINS")
+    for refused in (f"openpyxl=={have.major + 1}.0.0", "no-such-package==1.0", "openpyxl>=999"):
+        dockerfile.write_text(f"FROM python:3.11-slim\nRUN pip install {refused}\n")
+        plan = read_image_plan(dockerfile)
+        assert plan.substituted == [] and len(plan.errors) == 1, refused
+
+
 def test_a_separate_verifier_image_is_read_from_tests(tmp_path: Path) -> None:
     root = write_task(
         tmp_path / "t",

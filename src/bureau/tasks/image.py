@@ -15,7 +15,8 @@ or refused with an error that names its line:
 |  | under the workdir (or `/tests` for a verifier image) |
 | `COPY --from`, `ADD <url>`, a target elsewhere | refused |
 | `RUN pip install ...` (also `pip3`, `python -m pip`, `uv pip`) | accepted when the sandbox's |
-|  | Python already satisfies every requirement; refused naming the one it lacks |
+|  | Python satisfies every requirement (an exact pin: see below); refused naming the one it |
+|  | lacks |
 | `RUN mkdir ...` | the folders are created when under the workdir; others ignored |
 | any other `RUN` | refused: needs the image |
 | `USER`, `CMD`, `ENTRYPOINT`, `EXPOSE`, `HEALTHCHECK`, ... | reported as ignored |
@@ -23,11 +24,22 @@ or refused with an error that names its line:
 Refusals are `TaskFormatError`s naming the Dockerfile and line, and end with the advice to use
 the Docker runtime; they are not format errors (Harbor and the Docker runtime build the image
 fine), so a runner reports them when it is the local runtime that would run the task.
+
+What an exact pin (`numpy==2.4.6`) means here. A generated task pins the versions it was built
+and its oracle verified with, as `harbor lint` wants, and an image build installs exactly those.
+The local runtime cannot install anything: it has the sandbox's Python. It accepts the same
+major version as a stand-in (`numpy 2.5.5` for `2.4.6`), the compatibility these libraries
+promise within a major version, and says so in the plan's notes (`substituted`); another major
+version, or a package that is missing, is refused. `BUREAU_EXACT_PINS=1` (or `exact_pins=True`)
+refuses any difference. A task built in one environment therefore runs in another of the same
+major versions, as Harbor from its own virtual environment runs the tasks `.venv` built
+(`tests/integrations/test_harbor_interop.py` runs that round trip, oracle 1.0 and empty 0.0).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import posixpath
 import re
 import shlex
@@ -94,6 +106,8 @@ class ImagePlan:
     folders: list[str] = field(default_factory=list)  # RUN mkdir targets, absolute
     errors: list[TaskFormatError] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # "line N: USER app (why)"
+    substituted: list[str] = field(default_factory=list)
+    """Exact pins met by another version of the same major: "line N: numpy 2.5.5 for ==2.4.6"."""
 
     def place(self, workdir: str, allowed: tuple[str, ...] = ()) -> None:
         """Refuse copies and folders outside `workdir` (and the `allowed` folders)."""
@@ -122,8 +136,14 @@ class ImagePlan:
         )
 
 
-def read_image_plan(dockerfile: Path, context: Path | None = None) -> ImagePlan:
-    """Read `dockerfile` (its build context defaults to its folder) into an `ImagePlan`."""
+def read_image_plan(
+    dockerfile: Path, context: Path | None = None, *, exact_pins: bool | None = None
+) -> ImagePlan:
+    """Read `dockerfile` (its build context defaults to its folder) into an `ImagePlan`.
+    `exact_pins` (default: `BUREAU_EXACT_PINS=1` in the environment) refuses a pinned package
+    whose installed version differs at all, instead of accepting the same major version."""
+    if exact_pins is None:
+        exact_pins = os.environ.get("BUREAU_EXACT_PINS", "") not in ("", "0")
     from dockerfile_parse import DockerfileParser
 
     context = (context or dockerfile.parent).resolve()
@@ -177,7 +197,7 @@ def read_image_plan(dockerfile: Path, context: Path | None = None) -> ImagePlan:
         elif instruction in ("COPY", "ADD"):
             _read_copy(plan, instruction, value, variables, workdir, context, line, shown)
         elif instruction == "RUN":
-            _read_run(plan, value, variables, workdir, line, shown)
+            _read_run(plan, value, variables, workdir, line, shown, exact_pins)
         elif instruction in _IGNORED:
             plan.ignored.append(f"line {line}: {shown} (ignored: {_IGNORED[instruction]})")
         elif instruction not in _SILENT:
@@ -267,6 +287,7 @@ def _read_run(
     workdir: str,
     line: int,
     shown: str,
+    exact_pins: bool,
 ) -> None:
     if value.lstrip().startswith("["):
         plan._refuse(line, "a RUN the local runtime can emulate", shown)
@@ -296,7 +317,10 @@ def _read_run(
             return
         for requirement in requirements:
             problem = unmet_requirement(requirement)
-            if problem:
+            stand_in = None if exact_pins else same_major_stand_in(requirement)
+            if problem and stand_in:
+                plan.substituted.append(f"line {line}: {stand_in}")
+            elif problem:
                 plan._refuse(
                     line,
                     f"packages the sandbox's Python already has ({requirement}: {problem})",
@@ -335,6 +359,24 @@ def unmet_requirement(requirement: str) -> str | None:
     if wanted.specifier and not wanted.specifier.contains(have, prereleases=True):
         return f"it has {have}"
     return None
+
+
+def same_major_stand_in(requirement: str) -> str | None:
+    """For an exact pin the running Python does not meet, the installed version of the same
+    major that stands in for it ("numpy 2.5.5 for ==2.4.6"); None when there is none."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        wanted = Requirement(requirement)
+        (spec,) = wanted.specifier
+        have = Version(metadata.version(wanted.name))
+        pinned = Version(spec.version)
+    except (InvalidRequirement, ValueError, InvalidVersion, metadata.PackageNotFoundError):
+        return None  # not one exact pin of an installed package
+    if spec.operator != "==" or have.major != pinned.major:
+        return None
+    return f"{wanted.name} {have} for =={pinned}"
 
 
 def resolve_env_templates(env: dict[str, str], host: dict[str, str]) -> dict[str, str]:

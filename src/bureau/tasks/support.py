@@ -92,6 +92,9 @@ def ignored_settings(task: TaskDir) -> list[str]:
     for plan in (task.image, task.verifier_image):
         if plan is not None:
             notes += [f"{plan.dockerfile}: {line}" for line in plan.ignored]
+            notes += [
+                f"{plan.dockerfile}: {line} (the same major version)" for line in plan.substituted
+            ]
     return notes
 
 
