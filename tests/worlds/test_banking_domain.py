@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from worldfiles import open_with_library
+from worldfiles import STANDARD_WORLD_SUFFIXES, open_with_library
 
 from bureau.checks.offline import check_tasks
 from bureau.worlds import builder
@@ -76,18 +76,7 @@ def test_standard_world_opens_and_oracle_solves(
     assert report["tasks"] == 12 and report["worlds_by_domain"]["banking"] == 1
     dirs = sorted(p for p in out.iterdir() if (p / "task.toml").exists())
     files = sorted(p for p in (dirs[0] / "environment" / "workspace").rglob("*") if p.is_file())
-    assert {p.suffix for p in files} == {
-        ".pdf",
-        ".xlsx",
-        ".docx",
-        ".pptx",
-        ".eml",
-        ".json",
-        ".ics",
-        ".csv",
-        ".md",
-        ".txt",
-    }
+    assert {p.suffix for p in files} == STANDARD_WORLD_SUFFIXES
     for path in files:
         open_with_library(path)
     manifest = json.loads((out / builder.MANIFEST).read_text())

@@ -7,6 +7,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pdfplumber
 import pytest
@@ -24,23 +25,23 @@ def _workspace_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def crowded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("crowded") / "train"
     build_split(BuildConfig("train", 1, 4, 21, out, jobs=1))
     manifest = json.loads((out / MANIFEST).read_text())
     return out, manifest
 
 
-def _workspace(out: Path, manifest: dict[str, object]) -> Path:
-    task = manifest["tasks"][0]["path"]  # type: ignore[index]
+def _workspace(out: Path, manifest: dict[str, Any]) -> Path:
+    task = manifest["tasks"][0]["path"]
     return out / task / "environment" / "workspace"
 
 
 def test_a_standard_world_holds_every_kind_of_work_product(
-    crowded: tuple[Path, dict[str, object]],
+    crowded: tuple[Path, dict[str, Any]],
 ) -> None:
     out, manifest = crowded
-    (world,) = manifest["worlds"]  # type: ignore[misc]
+    (world,) = manifest["worlds"]
     assert 150 <= world["n_files"] <= 250
     ws = _workspace(out, manifest)
     files = [p for p in ws.rglob("*") if p.is_file()]
@@ -60,10 +61,10 @@ def test_a_standard_world_holds_every_kind_of_work_product(
 
 
 def test_scans_are_stated_per_file_and_are_what_they_say(
-    crowded: tuple[Path, dict[str, object]],
+    crowded: tuple[Path, dict[str, Any]],
 ) -> None:
     out, manifest = crowded
-    (world,) = manifest["worlds"]  # type: ignore[misc]
+    (world,) = manifest["worlds"]
     notes: dict[str, str] = world["file_notes"]
     assert notes and all(rel.startswith("scans/") for rel in notes)
     ws = _workspace(out, manifest)
@@ -80,7 +81,7 @@ def test_scans_are_stated_per_file_and_are_what_they_say(
 
 
 def test_a_crowded_world_is_the_same_bytes_for_the_same_seed(
-    tmp_path: Path, crowded: tuple[Path, dict[str, object]], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, crowded: tuple[Path, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out, manifest = crowded
     again = tmp_path / "again"
@@ -92,10 +93,7 @@ def test_a_crowded_world_is_the_same_bytes_for_the_same_seed(
     monkeypatch.setattr(builder, "fill_world", lambda ctx: ctx.rng.getrandbits(64))
     bare = tmp_path / "bare"
     build_split(BuildConfig("train", 1, 4, 21, bare, jobs=1))
-    instructions = [
-        (again / t["path"] / "instruction.md").read_text()
-        for t in manifest["tasks"]  # type: ignore[index]
-    ]
+    instructions = [(again / t["path"] / "instruction.md").read_text() for t in manifest["tasks"]]
     bare_manifest = json.loads((bare / MANIFEST).read_text())
     assert [(bare / t["path"] / "instruction.md").read_text() for t in bare_manifest["tasks"]] == (
         instructions

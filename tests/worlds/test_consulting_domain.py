@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 import pytest
-from worldfiles import open_with_library
+from worldfiles import STANDARD_WORLD_SUFFIXES, open_with_library
 
 from bureau.checks.offline import check_tasks
 from bureau.worlds import builder
@@ -59,18 +59,7 @@ def test_standard_world_files_open_and_oracle_solves(
     dirs = _task_dirs(out)
     workspace = dirs[0] / "environment" / "workspace"
     files = sorted(p for p in workspace.rglob("*") if p.is_file())
-    assert {p.suffix for p in files} >= {
-        ".pdf",
-        ".xlsx",
-        ".docx",
-        ".pptx",
-        ".eml",
-        ".json",
-        ".ics",
-        ".csv",
-        ".md",
-        ".txt",
-    }
+    assert {p.suffix for p in files} >= STANDARD_WORLD_SUFFIXES
     for path in files:
         open_with_library(path)
     manifest = json.loads((out / builder.MANIFEST).read_text())

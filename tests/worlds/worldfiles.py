@@ -15,6 +15,11 @@ import pdfplumber
 import recurring_ical_events
 from pptx import Presentation
 
+STANDARD_WORLD_SUFFIXES = frozenset(
+    {".pdf", ".xlsx", ".docx", ".pptx", ".eml", ".json", ".ics", ".csv", ".md", ".txt"}
+)
+"""The kinds of file a crowded standard world holds."""
+
 
 def open_with_library(path: Path) -> None:
     """Open `path` with its library and read something; raises if it is not what it claims."""
