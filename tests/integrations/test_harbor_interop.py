@@ -357,7 +357,8 @@ def test_tasks_built_with_bureaus_venv_run_in_harbors(harbor_bin: Path, tmp_path
     pin its versions; Harbor runs them from its own venv, whose versions may differ within a
     major version (`bureau.tasks.image`: the same major stands in). To exercise a difference
     whatever the two venvs resolved to, a second copy pins one package one minor version away
-    from Harbor's; with BUREAU_EXACT_PINS=1 that copy is refused, naming the pin."""
+    from Harbor's; with BUREAU_EXACT_PINS=1 that copy is refused, naming the pin. (The empty
+    answer's 0.0 through Harbor is `test_harbor_runs_tasks_in_bureau_sandbox[nop]`'s.)"""
     built = tmp_path / "built"
     done = subprocess.run(
         [sys.executable, "-m", "bureau.cli.main", "worlds", "build", "--split", "eval",
@@ -371,23 +372,36 @@ def test_tasks_built_with_bureaus_venv_run_in_harbors(harbor_bin: Path, tmp_path
     theirs = harbor_versions(harbor_bin, sorted(pins))
     print("pins differing between bureau's venv and Harbor's:",
           {n: (v, theirs[n]) for n, v in pins.items() if theirs[n] != v})  # fmt: skip
-    shifted = tmp_path / "shifted"
-    shutil.copytree(built, shifted)
+    # The same tasks again, one package pinned a minor version away from Harbor's (a copy under
+    # other folder names, so one Harbor job runs both).
+    shifted = []
     major, minor, *_ = (int(x) for x in theirs["openpyxl"].split("."))
     other = f"{major}.{minor + 1 if minor == 0 else minor - 1}.0"
-    for dockerfile in shifted.glob("*/environment/Dockerfile"):
-        text = dockerfile.read_text().replace(f"openpyxl=={pins['openpyxl']}", f"openpyxl=={other}")
-        dockerfile.write_text(text)
-    for dataset, agent, reward in [(built, "oracle", 1.0), (shifted, "oracle", 1.0),
-                                   (shifted, "nop", 0.0)]:  # fmt: skip
-        jobs = tmp_path / f"jobs-{dataset.name}-{agent}"
-        jobs.mkdir()
-        trials = harbor_job(harbor_bin, dataset, agent, jobs)
-        assert sorted(trials) == sorted(t.name for t in tasks)
-        assert [outcome(t) for t in trials.values()] == [reward] * len(tasks), trials
+    for task in tasks:
+        copy = built / f"{task.name}-shifted"
+        shutil.copytree(task, copy)
+        dockerfile = copy / "environment" / "Dockerfile"
+        pin = f"openpyxl=={pins['openpyxl']}"
+        dockerfile.write_text(dockerfile.read_text().replace(pin, f"openpyxl=={other}"))
+        toml = copy / "task.toml"
+        name = f'name = "bureau/{task.name}"'
+        assert name in toml.read_text()
+        toml.write_text(toml.read_text().replace(name, f'name = "bureau/{copy.name}"'))
+        shifted.append(copy)
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    trials = harbor_job(harbor_bin, built, "oracle", jobs)
+    assert sorted(trials) == sorted(t.name for t in [*tasks, *shifted])
+    assert {name: outcome(t) for name, t in trials.items()} == dict.fromkeys(trials, 1.0)
     jobs = tmp_path / "jobs-exact"
     jobs.mkdir()
-    trials = harbor_job(harbor_bin, shifted, "oracle", jobs, env_extra={"BUREAU_EXACT_PINS": "1"})
+    only_shifted = tmp_path / "only-shifted"
+    only_shifted.mkdir()
+    for copy in shifted:
+        copy.rename(only_shifted / copy.name)
+    exact = {"BUREAU_EXACT_PINS": "1"}
+    trials = harbor_job(harbor_bin, only_shifted, "oracle", jobs, env_extra=exact)
+    assert len(trials) == len(shifted)
     for trial in trials.values():
         got = outcome(trial)
         assert isinstance(got, str) and f"openpyxl=={other}" in got, got
