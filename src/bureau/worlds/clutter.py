@@ -119,6 +119,10 @@ class Clutter:
         self.attachable: list[str] = []
 
     # -- helpers ---------------------------------------------------------------------------
+    def room(self) -> int:
+        """Files the world may still take: a job writing several stops there."""
+        return max(1, self.ctx.n_files - len(self.ctx.files))
+
     def name(self) -> str:
         return self.rng.choice(self.people).name
 
@@ -146,7 +150,7 @@ class Clutter:
         subject = f"{topic[0].upper()}{topic[1:]} ({rng.choice(PROJECTS)})"
         when = datetime.combine(self.day(), datetime.min.time()).replace(hour=rng.randint(8, 17))
         previous_id, quoted = "", ""
-        for n in range(rng.randint(2, 5)):
+        for n in range(min(rng.randint(2, 5), self.room())):
             sender = people[n % len(people)]
             to = [p for p in people if p != sender][:2]
             body = self.fill(rng.choice(CHATTER)) + "\n\n" + self.fill(rng.choice(CHATTER))
@@ -232,7 +236,7 @@ class Clutter:
     def policy_versions(self, topic: str) -> None:
         rng = self.rng
         limit = rng.randint(4, 40) * 250
-        for version, year in enumerate((2023, 2024, 2025), start=1):
+        for version, year in list(enumerate((2023, 2024, 2025), start=1))[-self.room() :]:
             doc = self.ctx.pdf(
                 f"admin/policies/{slug(topic)}/{slug(topic)}_policy_v{version}_{year}.pdf",
                 f"{self.ctx.company} {topic} Policy (version {version}, {year})",
@@ -414,17 +418,19 @@ def add_clutter(ctx: WorldContext, rng: random.Random) -> dict[str, str]:
     sizes["ops"] = rng.randint(200, 600)
     jobs += [partial(c.chat_channel, channel, n) for channel, n in sizes.items()]
     jobs += [partial(c.scan, k) for k in range(4)]  # both kinds in every world
+    policies = rng.sample(POLICIES, 4)
+    jobs += [partial(c.policy_versions, t) for t in policies[:2]]  # versions in every world
     rest: list[Callable[[], None]] = []
-    rest += [partial(c.mail_thread, k) for k in range(24)]
+    rest += [partial(c.mail_thread, k) for k in range(30)]
     rest += [partial(c.meeting_notes, w) for w in range(WEEKS)]
     rest += [partial(c.status_report, w) for w in range(WEEKS)]
-    rest += [partial(c.policy_versions, t) for t in rng.sample(POLICIES, 4)]
+    rest += [partial(c.policy_versions, t) for t in policies[2:]]
     rest += [partial(c.budget_workbook, t, False) for t in TEAMS]
     rest += [partial(c.budget_workbook, t, True) for t in rng.sample(TEAMS, 3)]
     rest += [partial(c.review_deck, q, v) for q in (1, 2) for v in (1, 2)]
-    rest += [partial(c.invoice, k) for k in range(30)]
+    rest += [partial(c.invoice, k) for k in range(36)]
     rest += [partial(c.scan, k) for k in range(4, 14)]
-    rest += [partial(c.note, k) for k in range(24)]
+    rest += [partial(c.note, k) for k in range(30)]
     rng.shuffle(rest)
     for job in jobs + rest:
         if len(ctx.files) >= ctx.n_files:
