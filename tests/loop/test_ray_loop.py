@@ -134,10 +134,14 @@ def test_a_killed_rollout_worker_and_a_killed_engine_cost_only_their_work(
     # worker-1 ran it ran once (no record names it among the workers that died under it).
     # The records kept include the groups dropped as stale (a group whose attempt waited for
     # the victim's restart often is); each group is in one file only, trained or dropped.
+    # A re-sent attempt's record is kept only when its group finished within the run's 4 steps
+    # (one that was still pending at the end is in no file): the requeue count above is what
+    # shows the loss happened; the records kept must not blame any other worker.
     kept = read_trajectories(run / "trajectories", include_dropped=True)
     lost = [r for r in kept if r.lost_on]
-    assert lost, "no record says it was lost and sent again"
-    assert {w for r in lost for w in r.lost_on} == {"worker-0"}, [r.lost_on for r in lost]
+    assert {w for r in lost for w in r.lost_on} <= {"worker-0"}, [r.lost_on for r in lost]
+    losses = [line for line in log.read_text().splitlines() if "worker lost on" in line]
+    assert losses and all("rollout worker 0:" in line for line in losses), losses[:3]
     assert {r.worker for r in kept} == {"worker-0", "worker-1"}
     assert len({r.trajectory_id for r in kept}) == len(kept)
     dropped = {r.group_id for r in kept if r.dropped}
