@@ -129,10 +129,10 @@ def test_rl_raises_the_reward_of_a_bootstrapped_policy(
     # the last two's), and the evaluation's Pass@1 (every criterion) with it. Its mean reward,
     # which also counts the half credit of an answer with a key left out, moves by 1/24 per
     # attempt on 12 attempts, so it is printed, not asserted. Measured alone (80 SFT steps, 6 RL
-    # steps, the demo vocabulary): reward 0.625 -> 1.000, Pass@1 0.250 -> 1.000, trained reward
-    # 0.69 0.75 0.88 0.94 0.88 0.88, and the likelihood margin below -0.53 -> 2.2 to 2.3. With 50 SFT
-    # steps on this vocabulary the policy still made up programs of its own (reward 0.46 at
-    # start) and RL did not raise Pass@1 within 8 steps.
+    # steps, the demo vocabulary): reward 0.625 -> 1.000, Pass@1 0.250 -> 1.000, trained
+    # reward 0.69 0.75 0.88 0.94 0.88 0.88, and the likelihood margin below -0.53 -> 2.2-2.3.
+    # With 50 SFT steps on this vocabulary the policy still made up programs of its own
+    # (reward 0.46 at start) and RL did not raise Pass@1 within 8 steps.
     rewards = [
         m["rollout/reward"]
         for m in map(json.loads, (tmp_path / "run" / "metrics.jsonl").read_text().splitlines())
