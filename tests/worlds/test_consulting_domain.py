@@ -69,7 +69,7 @@ def test_standard_world_files_open_and_oracle_solves(
         assert not bad, [(o.task_id, o.reward, o.error, o.failed_criteria) for o in bad]
 
 
-@pytest.mark.parametrize(("difficulty", "lo", "hi"), [("starter", 5, 5), ("standard", 18, 27)])
+@pytest.mark.parametrize(("difficulty", "lo", "hi"), [("starter", 5, 5), ("standard", 22, 32)])
 def test_core_file_count(tmp_path: Path, difficulty: Difficulty, lo: int, hi: int) -> None:
     ctx = WorldContext(
         world_id="w",

@@ -156,8 +156,14 @@ def _world_instructions(item: tuple[WorldPlan, BuildConfig]) -> list[Instruction
     with tempfile.TemporaryDirectory(prefix="bureau-plan-") as scratch:
         ctx, specs = generate_world_tasks(plan, cfg, Path(scratch), render=False)
     names = tuple(world_names(ctx.company, specs))
+    starter = cfg.difficulty == "starter"
     return [
-        Instruction(f"bureau/{task_id(plan, j)}", spec.template, render_instruction(spec), names)
+        Instruction(
+            f"bureau/{task_id(plan, j)}",
+            spec.template,
+            render_instruction(spec, starter=starter),
+            names,
+        )
         for j, spec in enumerate(specs)
     ]
 

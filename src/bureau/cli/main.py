@@ -56,6 +56,7 @@ class Split(StrEnum):
 class Difficulty(StrEnum):
     starter = "starter"
     standard = "standard"
+    hard = "hard"
 
 
 class Answers(StrEnum):
@@ -76,14 +77,19 @@ def worlds_build(
         int | None, typer.Option(help="Total tasks over all worlds (default 1928 train, 480 eval).")
     ] = None,
     seed: Annotated[int, typer.Option(help="The output depends only on this seed.")] = 0,
-    difficulty: Annotated[Difficulty, typer.Option(help="starter: 5-10 files, 1-2 tool calls.")] = (
-        Difficulty.standard
-    ),
+    difficulty: Annotated[
+        Difficulty,
+        typer.Option(
+            help="starter: 5-10 files, the file named; standard: 150-250 files; hard: 500-700 "
+            "files and 10,000+ chat messages (docs/worlds.md)."
+        ),
+    ] = (Difficulty.standard),
     files: Annotated[
         int | None,
         typer.Option(
-            help="Target files per world, 20-250 (starter 5-10), default 150-250. "
-            "A world always keeps its core documents and calendars (about 24-30).",
+            help="Target files per world, 20-250 (starter 5-10, hard 20-700), default by "
+            "difficulty. "
+            "A world always keeps its core documents and calendars (about 26-32).",
         ),
     ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,

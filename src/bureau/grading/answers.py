@@ -11,8 +11,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .rubric import AnswerCriterion, EntityListCriterion, NumericCriterion, TextCriterion
-from .values import Outcome, compare_entities, compare_number, compare_text
+from .rubric import (
+    AnswerCriterion,
+    EntityListCriterion,
+    MentionsCriterion,
+    NumericCriterion,
+    TextCriterion,
+    UnsupportedCriterion,
+)
+from .values import (
+    Outcome,
+    as_text,
+    compare_entities,
+    compare_number,
+    compare_text,
+    normalize_text,
+    show,
+)
 from .workspace import DeliverableError, Workspace
 
 
@@ -52,7 +67,8 @@ def load_answers(workspace: Workspace, relative: str) -> Answers:
 
 
 def check_answer(criterion: AnswerCriterion, answers: Answers) -> Outcome:
-    """Check one answer key against a numeric, text or entity-list criterion."""
+    """Check one answer key against a numeric, text, entity-list, unsupported or mentions
+    criterion."""
     try:
         value = answers.get(criterion.field)
     except AnswerKeyError as exc:
@@ -63,4 +79,27 @@ def check_answer(criterion: AnswerCriterion, answers: Answers) -> Outcome:
         return compare_text(value, criterion.expected, criterion.mode, tuple(criterion.aliases))
     if isinstance(criterion, EntityListCriterion):
         return compare_entities(value, criterion.expected, criterion.mode)
+    if isinstance(criterion, UnsupportedCriterion):
+        if value is None:
+            return Outcome(True, "null: the files do not support it")
+        return Outcome(False, f"gave {show(value)}; the files do not support an answer")
+    if isinstance(criterion, MentionsCriterion):
+        return _mentions(value, criterion)
     raise TypeError(f"not an answer criterion: {criterion!r}")
+
+
+def _mentions(value: object, criterion: MentionsCriterion) -> Outcome:
+    text = as_text(value)
+    if text is None or not text.strip():
+        return Outcome(False, f"expected a text, got {show(value)}")
+    if len(text) > criterion.max_chars:
+        return Outcome(False, f"{len(text)} characters, more than {criterion.max_chars}")
+    words = f" {normalize_text(text)} "
+    missing = [
+        group[0]
+        for group in criterion.terms
+        if not any(f" {normalize_text(term)} " in words for term in group)
+    ]
+    if missing:
+        return Outcome(False, f"does not name {', '.join(missing)}")
+    return Outcome(True, "names " + ", ".join(group[0] for group in criterion.terms))

@@ -34,11 +34,13 @@ from .rubric import (
     EntityListCriterion,
     FileExistsCriterion,
     JudgeCriterion,
+    MentionsCriterion,
     NumericCriterion,
     PptxContentCriterion,
     Rubric,
     RubricError,
     TextCriterion,
+    UnsupportedCriterion,
     XlsxCellCriterion,
     load_rubric,
 )
@@ -171,7 +173,14 @@ def _judge_request(
 
 def _check(criterion: Criterion, files: Workspace, answers: Answers) -> Outcome:
     try:
-        if isinstance(criterion, NumericCriterion | TextCriterion | EntityListCriterion):
+        if isinstance(
+            criterion,
+            NumericCriterion
+            | TextCriterion
+            | EntityListCriterion
+            | UnsupportedCriterion
+            | MentionsCriterion,
+        ):
             return check_answer(criterion, answers)
         if isinstance(criterion, FileExistsCriterion):
             return check_file_exists(files, criterion.path)

@@ -133,6 +133,29 @@ class EntityListCriterion(_Criterion):
         return self
 
 
+class UnsupportedCriterion(_Criterion):
+    """An answer key the workspace cannot support: passes iff the key is present and JSON
+    null. Any value fails (a made-up answer), and so does a missing key (no answer at all)."""
+
+    type: Literal["unsupported"] = "unsupported"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+
+
+class MentionsCriterion(_Criterion):
+    """An answer key holding a short text that names every one of `terms`, each in one of its
+    spellings (whole words of the normalized form, see `normalize_text`). Longer than
+    `max_chars` fails, so a text that lists every candidate does not pass."""
+
+    type: Literal["mentions"] = "mentions"
+    field: str = Field(min_length=1)
+    """Key of the answer object."""
+    terms: list[list[str]] = Field(min_length=1)
+    """What the text must name: each item a list of accepted spellings."""
+    max_chars: int = Field(default=300, ge=20)
+    """The longest text that counts."""
+
+
 class FileExistsCriterion(_Criterion):
     """A deliverable exists, is a non-empty regular file and opens if it is an Office file."""
 
@@ -271,6 +294,8 @@ Criterion = Annotated[
     NumericCriterion
     | TextCriterion
     | EntityListCriterion
+    | UnsupportedCriterion
+    | MentionsCriterion
     | FileExistsCriterion
     | XlsxCellCriterion
     | DocxContentCriterion
@@ -278,7 +303,13 @@ Criterion = Annotated[
     | JudgeCriterion,
     Field(discriminator="type"),
 ]
-AnswerCriterion = NumericCriterion | TextCriterion | EntityListCriterion
+AnswerCriterion = (
+    NumericCriterion
+    | TextCriterion
+    | EntityListCriterion
+    | UnsupportedCriterion
+    | MentionsCriterion
+)
 
 
 class Rubric(BaseModel):

@@ -26,7 +26,7 @@ from .domains.banking_files import CODENAMES
 from .fabric import FIRST, LAST, PREFIX, company_name
 from .filler import fill_world
 from .naive import naive_probe_ok
-from .spec import DOMAINS, Difficulty, Domain, TaskSpec, WorldContext
+from .spec import DOMAINS, Difficulty, Domain, TaskSpec, Template, WorldContext
 from .taskwriter import write_task_dir
 
 MANIFEST = "bureau-dataset.json"
@@ -35,6 +35,12 @@ _WORD = re.compile(r"[A-Z][a-z]+")
 REPORT = "build-report.json"
 STAGING = ".staging"
 ORACLE_DIR = Path(__file__).parent / "oracles"
+FILES_PER_WORLD: dict[Difficulty, tuple[int, int]] = {
+    "starter": (5, 10),
+    "standard": (150, 250),
+    "hard": (500, 700),
+}
+"""A world's file count is drawn from its difficulty's range (`--files` fixes it instead)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,8 @@ class BuildConfig:
         if self.tasks < self.worlds:
             raise ValueError(f"--tasks ({self.tasks}) must be at least --worlds ({self.worlds})")
         if self.files_per_world is not None:
-            lo, hi = (5, 10) if self.difficulty == "starter" else (20, 250)
+            lo, hi = FILES_PER_WORLD[self.difficulty]
+            lo, hi = (lo, hi) if self.difficulty == "starter" else (20, hi)
             if not lo <= self.files_per_world <= hi:
                 raise ValueError(
                     f"--files must be within {lo}..{hi} for {self.difficulty} worlds, "
@@ -99,10 +106,8 @@ def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
         domain = order[i % len(DOMAINS)]
         if cfg.files_per_world is not None:
             n_files = cfg.files_per_world
-        elif cfg.difficulty == "starter":
-            n_files = rng.randint(5, 10)
         else:
-            n_files = rng.randint(150, 250)
+            n_files = rng.randint(*FILES_PER_WORLD[cfg.difficulty])
         plans.append(
             WorldPlan(
                 index=i,
@@ -117,13 +122,19 @@ def plan_split(cfg: BuildConfig) -> list[WorldPlan]:
     return plans
 
 
+def offered(template: Template, difficulty: Difficulty) -> bool:
+    """A hard world offers the standard templates as well as any marked hard."""
+    levels = template.difficulties
+    return difficulty in levels or (difficulty == "hard" and "standard" in levels)
+
+
 def choose_tasks(module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int) -> list[TaskSpec]:
     """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist.
     A training split never gets a held-out kind (`Template.held_out`)."""
     templates = [
         t
         for t in module.TEMPLATES
-        if ctx.difficulty in t.difficulties and not (t.held_out and ctx.split == "train")
+        if offered(t, ctx.difficulty) and not (t.held_out and ctx.split == "train")
     ]
     rng = random.Random(f"{ctx.rng.random()}:tasks")
     rng.shuffle(templates)
@@ -197,6 +208,8 @@ def build_world(plan: WorldPlan, cfg: BuildConfig, shared: dict[str, Path]) -> W
                 "n_criteria": len(spec.criteria),
                 "deliverable": bool(spec.deliverables),
                 "held_out_kind": spec.held_out_kind,
+                "evidence": spec.evidence,
+                "infeasible": spec.infeasible,
                 "pdf_layout": probe.layout if probe else None,
                 "naive_pdf_ok": naive_probe_ok(staging / probe.file, probe) if probe else None,
             }
@@ -319,6 +332,22 @@ def _spread(values: list[int]) -> dict[str, float]:
     return {"mean": round(sum(values) / len(values), 1), "min": min(values), "max": max(values)}
 
 
+def _evidence(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Files per answer and their kinds (suffixes), over the tasks whose template says which
+    files hold its facts (`TaskSpec.evidence`), overall and per template."""
+    said = [t for t in tasks if t.get("evidence")]
+    per: dict[str, list[int]] = {}
+    for t in said:
+        per.setdefault(t["template"], []).append(len(t["evidence"]))
+    kinds = [len({Path(f).suffix for f in t["evidence"]}) for t in said]
+    return {
+        "tasks": len(said),
+        "files": _spread([len(t["evidence"]) for t in said]) if said else None,
+        "kinds": _spread(kinds) if said else None,
+        "by_template": {k: _spread(v) for k, v in sorted(per.items())},
+    }
+
+
 def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dict[str, Any]:
     tasks = manifest["tasks"]
     templates: dict[str, set[str]] = {d: set() for d in DOMAINS}
@@ -347,8 +376,8 @@ def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dic
         "templates_used": {d: len(s) for d, s in templates.items()},
         "templates_available": {
             d: {
-                level: sum(level in t.difficulties for t in domain_module(d).TEMPLATES)
-                for level in ("standard", "starter")
+                level: sum(offered(t, level) for t in domain_module(d).TEMPLATES)
+                for level in ("starter", "standard", "hard")
             }
             for d in DOMAINS
         },
@@ -356,6 +385,8 @@ def summarize(manifest: dict[str, Any], seconds: float, cfg: BuildConfig) -> dic
         "avg_criteria": sum(t["n_criteria"] for t in tasks) / n,
         "deliverable_fraction": sum(1 for t in tasks if t["deliverable"]) / n,
         "held_out_kind_fraction": sum(1 for t in tasks if t.get("held_out_kind")) / n,
+        "infeasible_fraction": sum(1 for t in tasks if t.get("infeasible")) / n,
+        "evidence_files": _evidence(tasks),
         "pdf_layout_tasks": len(probes),
         "naive_pdf_failure_rate": _failure_rate(probes),
         "naive_pdf_failure_rate_by_layout": {

@@ -12,6 +12,7 @@ passed in, so the same seed writes the same bytes.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from .fabric import slug
@@ -192,3 +193,58 @@ def world_calendars(
         ctx.calendar(rel, owner.name, home, mine)
         paths.append(rel)
     return paths
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """One all-day entry of a shared deadlines calendar, where it now stands."""
+
+    summary: str
+    planned: date
+    current: date
+
+    @property
+    def moved(self) -> bool:
+        return self.current != self.planned
+
+
+def deadline_calendar(
+    ctx: WorldContext,
+    rng: random.Random,
+    rel: str,
+    name: str,
+    owner: Attendee,
+    entries: list[tuple[str, date, bool | date]],
+) -> dict[str, Deadline]:
+    """Write a shared calendar of all-day deadlines (`summary`, planned day, moved or not or
+    the day it moved to) to
+    `rel`, in one home zone. A moved entry keeps its uid, is written at its new day with
+    `SEQUENCE:1`, and says in its description from which day it moved (as calendar servers
+    export a reschedule). Returns each summary's `Deadline`."""
+    zone = rng.choice(HOME_ZONES)
+    out: dict[str, Deadline] = {}
+    events = []
+    for k, (summary, planned, moved) in enumerate(entries):
+        if isinstance(moved, date):
+            current = moved
+        else:
+            current = planned + timedelta(days=rng.randint(7, 35)) if moved else planned
+        note = f"Owner: {owner.name}."
+        if current != planned:
+            note = f"Moved {rng.choice(REASONS)}; originally {planned:%A %d %B %Y}. " + note
+        events.append(
+            CalendarEvent(
+                f"{ctx.world_id}-{slug(name)}-{k}@{ctx.email_domain}",
+                summary,
+                current,
+                current + timedelta(days=1),
+                zone,
+                owner,
+                [],
+                description=note,
+                sequence=1 if current != planned else 0,
+            )
+        )
+        out[summary] = Deadline(summary, planned, current)
+    ctx.calendar(rel, name, zone, events)
+    return out

@@ -414,23 +414,29 @@ def add_clutter(ctx: WorldContext, rng: random.Random) -> dict[str, str]:
     # Exports first: mail forwards attach them.
     jobs: list[Callable[[], None]] = [c.contacts]
     jobs += [partial(c.export, k, m) for m in (3, 4, 5, 6) for k in ("timesheets", "expenses")]
-    sizes = {"general": rng.randint(600, 1500), "random": rng.randint(300, 900)}
-    sizes["ops"] = rng.randint(200, 600)
+    # A hard world: four times the files to look through and at least 10,000 chat messages.
+    x = 4 if ctx.difficulty == "hard" else 1
+    if x == 1:
+        sizes = {"general": rng.randint(600, 1500), "random": rng.randint(300, 900)}
+        sizes["ops"] = rng.randint(200, 600)
+    else:
+        sizes = {"general": rng.randint(5000, 8000), "random": rng.randint(2500, 4000)}
+        sizes["ops"] = rng.randint(2500, 4000)
     jobs += [partial(c.chat_channel, channel, n) for channel, n in sizes.items()]
     jobs += [partial(c.scan, k) for k in range(4)]  # both kinds in every world
     policies = rng.sample(POLICIES, 4)
     jobs += [partial(c.policy_versions, t) for t in policies[:2]]  # versions in every world
     rest: list[Callable[[], None]] = []
-    rest += [partial(c.mail_thread, k) for k in range(30)]
+    rest += [partial(c.mail_thread, k) for k in range(30 * x)]
     rest += [partial(c.meeting_notes, w) for w in range(WEEKS)]
     rest += [partial(c.status_report, w) for w in range(WEEKS)]
     rest += [partial(c.policy_versions, t) for t in policies[2:]]
     rest += [partial(c.budget_workbook, t, False) for t in TEAMS]
     rest += [partial(c.budget_workbook, t, True) for t in rng.sample(TEAMS, 3)]
     rest += [partial(c.review_deck, q, v) for q in (1, 2) for v in (1, 2)]
-    rest += [partial(c.invoice, k) for k in range(36)]
-    rest += [partial(c.scan, k) for k in range(4, 14)]
-    rest += [partial(c.note, k) for k in range(30)]
+    rest += [partial(c.invoice, k) for k in range(36 * x)]
+    rest += [partial(c.scan, k) for k in range(4, 14 * x)]
+    rest += [partial(c.note, k) for k in range(30 * x)]
     rng.shuffle(rest)
     for job in jobs + rest:
         if len(ctx.files) >= ctx.n_files:

@@ -24,7 +24,7 @@ from .render.slides import DeckSpec, write_pptx
 
 Domain = Literal["law", "consulting", "banking"]
 DOMAINS: tuple[Domain, ...] = ("law", "consulting", "banking")
-Difficulty = Literal["starter", "standard"]
+Difficulty = Literal["starter", "standard", "hard"]
 Kind = Literal["fact", "multi_hop", "compute", "reconcile", "deliverable"]
 
 ANSWER_FILE = "output/answer.json"
@@ -60,6 +60,12 @@ class TaskSpec:
     pdf_probe: PdfProbe | None = None
     judged: list[dict[str, Any]] = field(default_factory=list)
     """LLM-judge criteria the template offers; a build adds them with --judge-criteria."""
+    evidence: list[str] = field(default_factory=list)
+    """The workspace files whose facts the answer needs (each read by the oracle), for the
+    files-per-answer figure of the difficulty ladder; empty where a template does not say."""
+    infeasible: bool = False
+    """The files cannot support the asked answer: the rubric wants null and the reason
+    (`unsupported`, `mentions`), and a made-up value scores nothing."""
     held_out_kind: bool = False
     """Its template is a held-out kind (`Template.held_out`): set when the task is chosen."""
 
@@ -70,6 +76,7 @@ class Template:
     kind: Kind
     make: Callable[[Any, random.Random, int], TaskSpec | None]
     difficulties: tuple[Difficulty, ...] = ("standard",)
+    """Where the template is offered; a hard world offers every standard template too."""
     held_out: bool = False
     """A held-out kind: no training split gets it, so an eval can report how the policy does
     on kinds of task it never trained on (`held_out_kind` in task.toml's metadata)."""
@@ -184,6 +191,26 @@ def judge(path: str, guidance: str, reference: str, description: str) -> dict[st
         "path": path,
         "guidance": guidance,
         "reference": reference,
+    }
+
+
+UNSUPPORTED_REASON = "unsupported_reason"
+"""The answer key that says why a null answer key has no answer (`taskwriter.ABSTAIN`)."""
+
+
+def unsupported(field_: str, description: str) -> dict[str, Any]:
+    """The key must be JSON null: the files do not support an answer."""
+    return {"type": "unsupported", "description": description, "field": field_}
+
+
+def mentions(terms: list[list[str]], description: str) -> dict[str, Any]:
+    """`unsupported_reason` must name each term (in one of its spellings), briefly."""
+    return {
+        "type": "mentions",
+        "description": description,
+        "field": UNSUPPORTED_REASON,
+        "terms": terms,
+        "max_chars": 300,
     }
 
 

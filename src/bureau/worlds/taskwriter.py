@@ -30,7 +30,7 @@ from typing import Any
 
 import tomli_w
 
-from .spec import ANSWER_FILE, TaskSpec, WorldContext
+from .spec import ANSWER_FILE, UNSUPPORTED_REASON, TaskSpec, WorldContext
 
 WORKDIR = "/workspace"
 
@@ -118,7 +118,15 @@ exec python3 "$SOLUTION_DIR/solve.py" --params "$SOLUTION_DIR/params.json" \\
 """
 
 
-def render_instruction(spec: TaskSpec) -> str:
+ABSTAIN = f"""- If the files cannot support the answer to a key (what it needs is not in them), do
+  not guess: set that key to `null` and add the key `{UNSUPPORTED_REASON}`, one sentence of at
+  most 300 characters naming what is missing. A value the files do not support scores nothing,
+  and so does `null` where they do.
+"""
+"""Part of every standard and hard instruction, whether or not its task is answerable."""
+
+
+def render_instruction(spec: TaskSpec, *, starter: bool = False) -> str:
     parts = [f"# {spec.title}\n", spec.question.strip() + "\n", "## Answer keys\n"]
     parts.append(f"Write `{ANSWER_FILE}` with these keys:\n")
     parts.extend(f"- `{key}`: {desc}" for key, desc in spec.answer_keys.items())
@@ -127,7 +135,7 @@ def render_instruction(spec: TaskSpec) -> str:
         parts.append("## Deliverables\n")
         parts.extend(f"- `{path}`: {desc}" for path, desc in spec.deliverables.items())
         parts.append("")
-    parts.append(ANSWER_CONVENTION)
+    parts.append(ANSWER_CONVENTION if starter else ANSWER_CONVENTION + ABSTAIN)
     return "\n".join(parts)
 
 
@@ -151,6 +159,7 @@ def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]
             "kind": spec.kind,
             "difficulty": ctx.difficulty,
             "held_out_kind": spec.held_out_kind,
+            "infeasible": spec.infeasible,
             "generator": "bureau.worlds",
         },
         "verifier": {"timeout_sec": 120.0, "environment_mode": "separate", "env": {}},
@@ -198,7 +207,8 @@ def write_task_dir(
     config = task_toml(task_id, spec, ctx)
     if judge_criteria:
         config["metadata"]["judge_criteria"] = len(judge_criteria)
-    write_text(task_dir / "instruction.md", render_instruction(spec))
+    starter = ctx.difficulty == "starter"
+    write_text(task_dir / "instruction.md", render_instruction(spec, starter=starter))
     write_text(task_dir / "task.toml", tomli_w.dumps(config))
     write_text(task_dir / "environment" / "Dockerfile", dockerfile())
     write_text(task_dir / "tests" / "Dockerfile", verifier_dockerfile())

@@ -18,6 +18,7 @@ import statistics
 from datetime import date
 from typing import Any
 
+from ..calendars import deadline_calendar
 from ..fabric import (
     BANKS,
     LAST,
@@ -30,6 +31,7 @@ from ..fabric import (
     slug,
     split_half,
 )
+from ..render.calendar import Attendee
 from ..render.messages import ChatMessage, Email
 from ..spec import WorldContext
 from . import banking_files as files
@@ -131,6 +133,7 @@ def build(ctx: WorldContext) -> BankFacts:
     later = f.offers[0].synergies + rng.choice([-1, 1]) * rng.randint(1, 5) * 5
     _revision(ctx, f, day(base, 30 + rng.randint(14, 20)), prices[2], later)
     _chat(ctx, f, assoc, base)
+    _timetable(ctx, f, assoc, base)
     return f
 
 
@@ -405,3 +408,38 @@ def _chat(ctx: WorldContext, f: BankFacts, assoc: Person, base: date) -> None:
         ),
     ]
     ctx.chat("chat/deal-team.json", "#deal-team", [f.md.name, f.vp.name, assoc.name], msgs)
+
+
+def _timetable(ctx: WorldContext, f: BankFacts, assoc: Person, base: date) -> None:
+    """The deal timetable calendar. The final bid deadline moved from before the first offer
+    revision to between the first and the second, and an older reminder still gives the planned
+    day with the board presentation's offer."""
+    rng = ctx.rng
+    planned = day(base, rng.randint(22, 28))
+    now = day(f.offers[1].since, rng.randint(1, (f.offers[2].since - f.offers[1].since).days - 1))
+    entries: list[tuple[str, date, bool | date]] = [
+        (f"Project {f.code}: management presentation", day(base, rng.randint(3, 8)), False),
+        (f"Project {f.code}: final bid deadline", planned, now),
+        (f"Project {f.code}: confirmatory diligence ends", day(base, 55), rng.random() < 0.5),
+        (f"Project {f.code}: target signing", day(base, 70), True),
+    ]
+    owner = Attendee(f.vp.name, f.vp.email)
+    name = f"Project {f.code} timetable"
+    plan = deadline_calendar(ctx, rng, files.timetable_file(f), name, owner, entries)
+    f.bid_deadline = plan[entries[1][0]].current
+    sent = day(planned, -rng.randint(6, 12))
+    subject = f"Project {f.code}: final bids"
+    ctx.email(
+        f"mail/inbox/{sent.isoformat()}_project_{f.code.lower()}_final_bids.eml",
+        Email(
+            sender=assoc.address,
+            to=[f.md.address, f.vp.address],
+            subject=subject,
+            body=(
+                f"Final bids are due on {long_date(planned)}. At the board presentation's offer "
+                f"of ${f.offers[0].price:.2f} per share the equity value is "
+                f"${f.offers[0].price * f.shares:,.1f}m.\n\n{assoc.first}"
+            ),
+            sent=at(sent, 8, rng.randint(0, 59)),
+        ),
+    )

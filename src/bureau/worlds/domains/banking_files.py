@@ -171,6 +171,11 @@ class Offer:
     mail: str = ""
 
 
+def timetable_file(f: BankFacts) -> str:
+    """The deal timetable calendar (`banking._timetable`)."""
+    return f"calendar/project_{f.code.lower()}_timetable.ics"
+
+
 @dataclass
 class BankFacts:
     ctx: WorldContext
@@ -196,6 +201,8 @@ class BankFacts:
     segments: dict[str, list[float]]
     figures: dict[str, float]
     guidance: list[tuple[Person, date, str, str]] = field(default_factory=list)
+    bid_deadline: date | None = None
+    """The final bid deadline as the deal timetable calendar now shows it."""
 
     @property
     def latest(self) -> Offer:

@@ -18,13 +18,15 @@ from ..spec import (
     Template,
     file_exists,
     judge,
+    mentions,
     numeric,
     phrasing,
     text,
+    unsupported,
     xlsx_cell,
 )
 from ..spec import docx_content as docx_has
-from .banking_files import FIGURES, HIST_YEARS, TABS, BankFacts, Offer
+from .banking_files import FIGURES, HIST_YEARS, TABS, BankFacts, Offer, timetable_file
 
 
 def _pick(items: list[Any], variant: int) -> Any:
@@ -46,9 +48,20 @@ def _median(f: BankFacts, tab: str, exclude: str | None, attr: str = "ev_ebitda"
 
 
 def t_line_item(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
-    year = _pick(f.model.years, variant)
+    return _line_item(f, rng, _pick(f.model.years, variant))
+
+
+def t_line_item_unsupported(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """The same request for a year one or two past the model's last projection: no version of
+    the model has it."""
+    last = int(f.model.years[-1][2:6])
+    return _line_item(f, rng, f"FY{last + 1 + variant % 2}E")
+
+
+def _line_item(f: BankFacts, rng: random.Random, year: str) -> TaskSpec:
     keys = ["revenue", "ebitda", "net_income"] + ([] if f.ctx.difficulty == "starter" else ["fcf"])
-    gold = {k: round(f.model.value(k, year), 4) for k in keys}
+    modelled = year in f.model.years
+    gold: dict[str, Any] = {k: round(f.model.value(k, year), 4) if modelled else None for k in keys}
     names = dict(revenue="Revenue", ebitda="EBITDA", net_income="Net income", fcf="Free cash flow")
     items = (
         "revenue, EBITDA, net income and free cash flow"
@@ -72,12 +85,28 @@ def t_line_item(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | No
         rng,
         [f"{target} {year} financials from the model", f"Three-statement model: {target} {year}"],
     )
+    answer_keys = {k: f"number, {names[k]} for {year} in $m" for k in keys}
+    if not modelled:
+        return TaskSpec(
+            template="banking.model_line_item_unsupported",
+            kind="fact",
+            title=title,
+            question=question,
+            answer_keys=answer_keys,
+            criteria=[unsupported(k, f"Gives no {year} {names[k]}") for k in keys]
+            + [mentions([[year, year[:-1]]], f"Says the model has no {year}")],
+            gold=gold,
+            oracle={"year": year, "keys": keys},
+            signature=f"line:{year}",
+            evidence=[f.model_file],
+            infeasible=True,
+        )
     return TaskSpec(
         template="banking.model_line_item",
         kind="fact",
         title=title,
         question=question,
-        answer_keys={k: f"number, {names[k]} for {year} in $m" for k in keys},
+        answer_keys=answer_keys,
         criteria=[numeric(k, v, f"States {year} {names[k]}") for k, v in gold.items()],
         gold=gold,
         oracle={"year": year, "keys": keys},
@@ -484,6 +513,81 @@ def t_revised_accretion(f: BankFacts, rng: random.Random, variant: int) -> TaskS
     )
 
 
+def t_bid_deadline(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Four files of four kinds: the deal timetable (the deadline, moved since an older reminder
+    gave it with the deck's offer), the revision email in force that day (not the later one),
+    the board presentation (diluted shares) and the current model (net debt, EBITDA)."""
+    when = f.bid_deadline
+    if when is None:
+        return None
+    offer = f.offer_on(when)
+    equity = offer.price * f.shares
+    ev = equity + f.net_debt
+    ebitda = f.model.value("ebitda", "FY2024A")
+    code, target = f.code, f.target
+    rules = (
+        "An email from the deal team that revises the offer applies from the day it was sent; "
+        "the highest-numbered version of the three-statement model is the current one; drafts "
+        "do not count; the deal timetable calendar shows the current dates."
+    )
+    question = phrasing(
+        rng,
+        [
+            f"Project {code}: on the final bid deadline, as the deal timetable now shows it, "
+            f"what offer price per share for {target} is in force, what equity value does it "
+            "imply (price times the target's diluted shares in the board presentation), what "
+            "enterprise value (that equity value plus FY2024A net debt from the current "
+            "three-statement model), and what multiple of FY2024A EBITDA is that? " + rules,
+            f"{f.cfo.name} ({f.cfo.title}) asks where the offer for {target} stands on Project "
+            f"{code}'s final bid deadline (the day the deal timetable now gives): the offer "
+            "price per share then in force, the equity value at that price (times the target's "
+            "diluted shares in the board presentation), the enterprise value (plus FY2024A net "
+            "debt from the current three-statement model) and that enterprise value as a "
+            "multiple of FY2024A EBITDA. " + rules,
+            f"Give the terms of the offer for {target} as they stand on the final bid deadline "
+            f"of Project {code} in the deal timetable: price per share in force, implied "
+            "equity value (price times the diluted shares in the board presentation), "
+            "enterprise value (equity value plus the current three-statement model's FY2024A "
+            "net debt), and enterprise value over FY2024A EBITDA. " + rules,
+        ],
+    )
+    title = phrasing(
+        rng,
+        [f"Project {code}: the offer at the bid deadline", f"Project {code} bid-deadline terms"],
+    )
+    gold = {
+        "bid_deadline": when.isoformat(),
+        "offer_price": offer.price,
+        "equity_value": equity,
+        "enterprise_value": ev,
+        "ev_ebitda": ev / ebitda,
+    }
+    return TaskSpec(
+        template="banking.bid_deadline_terms",
+        kind="reconcile",
+        title=title,
+        question=question,
+        answer_keys={
+            "bid_deadline": "date, the final bid deadline",
+            "offer_price": "number, $ per share",
+            "equity_value": "number, $m",
+            "enterprise_value": "number, $m",
+            "ev_ebitda": "number, the multiple (e.g. 9.4 for 9.4x)",
+        },
+        criteria=[
+            text("bid_deadline", when.isoformat(), "Uses the timetable's current deadline"),
+            numeric("offer_price", offer.price, "Uses the offer in force on that day"),
+            numeric("equity_value", equity, "Computes the equity value", rel_tol=2e-3),
+            numeric("enterprise_value", ev, "Adds the current model's net debt", rel_tol=2e-3),
+            numeric("ev_ebitda", ev / ebitda, "Divides by FY2024A EBITDA", rel_tol=5e-3),
+        ],
+        gold=gold,
+        oracle={},
+        signature="bid_deadline",
+        evidence=[timetable_file(f), offer.mail, f.deck_file, f.model_file],
+    )
+
+
 def t_merger(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     k = variant % 3
     ad = f.merger.run(f.offers[0].price, f.offers[0].synergies, f.shares, k)
@@ -868,12 +972,14 @@ def t_named(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
 
 TEMPLATES = [
     Template("banking.model_line_item", "fact", t_line_item, ("standard", "starter")),
+    Template("banking.model_line_item_unsupported", "fact", t_line_item_unsupported, held_out=True),
     Template("banking.dcf_valuation", "compute", t_dcf),
     Template("banking.comps_stats", "compute", t_comps_stats, ("standard", "starter")),
     Template("banking.implied_value", "compute", t_implied, held_out=True),
     Template("banking.peer_guidance", "multi_hop", t_guidance),
     Template("banking.revised_offer", "reconcile", t_revised_offer, ("standard", "starter")),
     Template("banking.revised_accretion", "reconcile", t_revised_accretion, held_out=True),
+    Template("banking.bid_deadline_terms", "reconcile", t_bid_deadline),
     Template("banking.merger_accretion", "fact", t_merger),
     Template("banking.valuation_range", "fact", t_range),
     Template("banking.cim_segment", "fact", t_segment, ("standard", "starter")),

@@ -22,6 +22,7 @@ from .consulting_files import (
     write_industry,
     write_interview_mails,
     write_interviews,
+    write_milestone_calendar,
     write_revisions,
     write_sow_draft,
     write_sow_pdf,
@@ -109,4 +110,5 @@ def build(ctx: WorldContext) -> ConsultingFacts:
     write_change_requests(ctx, facts)
     write_interview_mails(ctx, facts)
     write_chat(ctx, facts)
+    write_milestone_calendar(ctx, facts)
     return facts

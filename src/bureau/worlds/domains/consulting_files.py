@@ -13,7 +13,9 @@ import random
 from datetime import date
 from pathlib import Path
 
+from ..calendars import deadline_calendar
 from ..fabric import LAST, at, day, long_date, round_to, slug, split_half
+from ..render.calendar import Attendee
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
 from ..render.sheets import Formula, WorkbookSpec
@@ -24,7 +26,9 @@ from .consulting_model import (
     DECK_V2,
     DRIVERS,
     IV_SUFFIX,
+    MILESTONE_CALENDAR,
     PAINS,
+    PROPOSED_MILESTONES,
     PUBLISHERS,
     ROLES,
     SOW,
@@ -32,6 +36,7 @@ from .consulting_model import (
     YEARS,
     ConsultingFacts,
     Interviewee,
+    Milestone,
     Respondent,
     SlideRequest,
 )
@@ -439,6 +444,7 @@ def write_change_requests(ctx: WorldContext, facts: ConsultingFacts) -> None:
         )
         ctx.docx(rel, spec)
         files.append(ctx.workspace / rel)
+        m.change_request, m.cr_file = cr, rel
         if ok:
             m.revised_fee = new
             facts.approved_crs.append(cr)
@@ -458,7 +464,7 @@ def write_change_requests(ctx: WorldContext, facts: ConsultingFacts) -> None:
             attachments=files,
         ),
     )
-    for k, ok in enumerate(approve, start=1):
+    for k, (m, ok) in enumerate(zip(chosen, approve, strict=True), start=1):
         cr, when = f"CR-{k:02d}", day(when, rng.randint(1, 4))
         verdict = (
             f"I confirm that we approve change request {cr} as proposed."
@@ -467,7 +473,7 @@ def write_change_requests(ctx: WorldContext, facts: ConsultingFacts) -> None:
             "under the original fee."
         )
         subject = f"Re: {cr} decision"
-        _mail(
+        m.decision_mail = _mail(
             ctx,
             "inbox",
             when,
@@ -582,3 +588,66 @@ def write_chat(ctx: WorldContext, facts: ConsultingFacts) -> None:
         )
     )
     ctx.chat("chat/engagement.json", "#engagement", [x.name for x in (p, m, a1, a2)], msgs)
+
+
+def acceptance_summary(m: Milestone) -> str:
+    return f"Acceptance meeting: milestone {m.number} ({m.name})"
+
+
+def write_milestone_calendar(ctx: WorldContext, facts: ConsultingFacts) -> None:
+    """The engagement calendar: each milestone's acceptance meeting (the ones with a change
+    request always moved since), and an older note that still gives the planned day and the
+    signed fee for each of those."""
+    rng = ctx.rng
+    entries: list[tuple[str, date, bool | date]] = [
+        (
+            acceptance_summary(m),
+            day(m.due, rng.randint(3, 10)),
+            m.change_request is not None or rng.random() < 0.5,
+        )
+        for m in facts.milestones
+    ]
+    facts.proposed = rng.choice(split_half(PROPOSED_MILESTONES, ctx.split))
+    when = day(facts.milestones[-1].due, -rng.randint(5, 15))
+    subject = f"Proposal: an added milestone ({facts.proposed})"
+    _mail(
+        ctx,
+        "sent",
+        when,
+        subject,
+        Email(
+            facts.partner.address,
+            [facts.sponsor.address],
+            subject,
+            f"Dear {facts.sponsor.first},\n\nFollowing the steering committee, we propose adding "
+            f'a milestone "{facts.proposed}" after "{facts.milestones[-1].name}". Once you '
+            "confirm you want it, we will send a change request with its fee and due date.\n\n"
+            f"Best regards,\n{facts.partner.name}",
+            at(when, 17),
+        ),
+    )
+    owner = Attendee(facts.manager.name, facts.manager.email)
+    plan = deadline_calendar(ctx, rng, MILESTONE_CALENDAR, "Engagement milestones", owner, entries)
+    for m in facts.milestones:
+        entry = plan[acceptance_summary(m)]
+        m.accepted_on = entry.current
+        if m.change_request is None:
+            continue
+        who = facts.analysts[rng.randrange(len(facts.analysts))]
+        sent = day(entry.planned, -rng.randint(10, 20))
+        subject = f"Invoice plan: {m.name}"
+        _mail(
+            ctx,
+            "inbox",
+            sent,
+            subject,
+            Email(
+                who.address,
+                [facts.manager.address],
+                subject,
+                f"Hi {facts.manager.first},\n\nFor the billing plan: {m.name} is accepted on "
+                f"{long_date(entry.planned)} and we invoice the USD {m.fee:,} in the statement "
+                f"of work that day.\n\n{who.name}",
+                at(sent, 9),
+            ),
+        )

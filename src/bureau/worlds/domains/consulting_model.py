@@ -64,12 +64,19 @@ MILESTONES = (
     *("Final recommendations", "Board recommendations"),
 )
 """Statement-of-work milestones in order; a world's come from its split's half."""
+PROPOSED_MILESTONES = (
+    *("Pricing study", "Go-to-market plan"),
+    *("Implementation roadmap", "Partner screening"),
+    *("Pilot design", "Operating model review"),
+)
+"""A milestone proposed by email after signing, never priced in the statement of work."""
 DRIVERS = ("Cloud migration", "Regulation", "Cost pressure", "Digital adoption", "Price decline")
 DECK_V2 = "engagement/deliverables/market_sizing_v2.pptx"
 DECK_V1 = "engagement/archive/market_sizing_v1.pptx"
 SURVEY = "research/survey/customer_survey_2025.xlsx"
 SURVEY_PRELIM = "research/survey/archive/customer_survey_2025_PRELIMINARY.xlsx"
 SOW = "engagement/contract/statement_of_work_signed.pdf"
+MILESTONE_CALENDAR = "calendar/engagement_milestones.ics"
 TAM_SLIDE = {1: 3, 2: 4}  # deck version -> slide number of the TAM table (cover is slide 1)
 
 
@@ -101,6 +108,12 @@ class Milestone:
     due: date
     fee: int
     revised_fee: int | None = None
+    change_request: str | None = None
+    """The change request proposing a new fee (approved or not), its file and the sponsor's
+    decision email; the acceptance meeting's day in the engagement calendar."""
+    cr_file: str = ""
+    decision_mail: str = ""
+    accepted_on: date | None = None
 
     @property
     def current_fee(self) -> int:
@@ -140,6 +153,8 @@ class ConsultingFacts:
     milestones: list[Milestone]
     revised: dict[str, float] = field(default_factory=dict)
     revision_mails: list[str] = field(default_factory=list)
+    proposed: str = ""
+    """A milestone only proposed by email: the statement of work sets no fee for it."""
     approved_crs: list[str] = field(default_factory=list)
     cagr: dict[str, float] = field(default_factory=dict)
     industry_pdf: str = ""

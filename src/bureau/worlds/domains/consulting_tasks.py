@@ -9,6 +9,7 @@ reconciliations where later client mail overrides a document, and deliverables.
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from typing import Any
 
 from ..fabric import long_date
@@ -20,18 +21,22 @@ from ..spec import (
     Template,
     entities,
     file_exists,
+    mentions,
     numeric,
     phrasing,
     pptx_content,
     text,
+    unsupported,
     xlsx_cell,
 )
 from .consulting_model import (
     DECK_V2,
+    MILESTONE_CALENDAR,
     SOW,
     SURVEY,
     YEARS,
     ConsultingFacts,
+    Milestone,
     Respondent,
 )
 
@@ -57,7 +62,9 @@ def _spec(
     signature: str,
     **extra: Any,
 ) -> TaskSpec:
-    gold = {c["field"]: c["expected"] for c in criteria if "field" in c}
+    gold = {
+        c["field"]: c.get("expected") for c in criteria if c["type"] != "mentions" and "field" in c
+    }
     return TaskSpec(
         f"consulting.{template}",
         kind,
@@ -454,36 +461,69 @@ def t_industry(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec
 
 def t_sow(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     m = _pick(f.milestones, variant)
+    return _sow(f, rng, m.name, m)
+
+
+def t_sow_unsupported(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """The same request about the milestone only proposed by email: the signed statement of
+    work sets no number, fee or due date for it (its total fees are still there)."""
+    return _sow(f, rng, f.proposed, None) if f.proposed else None
+
+
+def _sow(f: ConsultingFacts, rng: random.Random, name: str, m: Milestone | None) -> TaskSpec:
     sow = _where(f, SOW)
+    total = sum(x.fee for x in f.milestones)
+    keys = {
+        "fee": "number, USD",
+        "milestone_number": "number",
+        "due_date": "date",
+        "total_fees": "number, USD",
+    }
+    title = phrasing(rng, [f"SOW milestone: {name}", f"Statement of work milestone: {name}"])
+    question = phrasing(
+        rng,
+        [
+            f"According to the signed statement of work{sow}, what fee is set for the "
+            f'milestone "{name}", what is its milestone number, when is it due, and what '
+            "are the total fees in the SOW?",
+            f'In the signed statement of work{sow}, look up the milestone "{name}": what '
+            "is its milestone number, what fee is set for it, and when is it due? Also give "
+            "the total fees in the SOW.",
+            f'For the milestone "{name}" in the signed statement of work{sow}, what are '
+            "its milestone number, its fee and its due date, and what do the fees in the SOW "
+            "come to in total?",
+        ],
+    )
+    if m is None:
+        return _spec(
+            "sow_milestone_unsupported",
+            "fact",
+            title,
+            question,
+            keys,
+            [
+                unsupported("fee", "Gives no fee: the SOW sets none"),
+                unsupported("milestone_number", "Gives no milestone number"),
+                unsupported("due_date", "Gives no due date"),
+                numeric("total_fees", total, "States the total fees"),
+                mentions([[name]], "Says the SOW does not hold the milestone"),
+            ],
+            {"milestone": name},
+            name,
+            evidence=[SOW],
+            infeasible=True,
+        )
     return _spec(
         "sow_milestone",
         "fact",
-        phrasing(rng, [f"SOW milestone: {m.name}", f"Statement of work milestone: {m.name}"]),
-        phrasing(
-            rng,
-            [
-                f"According to the signed statement of work{sow}, what fee is set for the "
-                f'milestone "{m.name}", what is its milestone number, when is it due, and what '
-                "are the total fees in the SOW?",
-                f'In the signed statement of work{sow}, look up the milestone "{m.name}": what '
-                "is its milestone number, what fee is set for it, and when is it due? Also give "
-                "the total fees in the SOW.",
-                f'For the milestone "{m.name}" in the signed statement of work{sow}, what are '
-                "its milestone number, its fee and its due date, and what do the fees in the SOW "
-                "come to in total?",
-            ],
-        ),
-        {
-            "fee": "number, USD",
-            "milestone_number": "number",
-            "due_date": "date",
-            "total_fees": "number, USD",
-        },
+        title,
+        question,
+        keys,
         [
             numeric("milestone_number", m.number, "Reads the milestone number"),
             numeric("fee", m.fee, "Reads the milestone fee"),
             text("due_date", m.due.isoformat(), "Reads the due date"),
-            numeric("total_fees", sum(x.fee for x in f.milestones), "States the total fees"),
+            numeric("total_fees", total, "States the total fees"),
         ],
         {"milestone": m.name},
         m.name,
@@ -531,6 +571,62 @@ def t_fee_change(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSp
         ],
         {"milestone": m.name},
         m.name,
+    )
+
+
+def t_milestone_invoice(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Four files of four kinds: the signed statement of work (fee, payment terms), the change
+    request (the proposed fee), the sponsor's decision email (whether it applies) and the
+    engagement calendar (the acceptance day, moved since a note gave it with the signed fee)."""
+    asked = [m for m in f.milestones if m.change_request and m.accepted_on]
+    m = _pick(asked, variant)
+    if m is None or m.accepted_on is None:
+        return None
+    applied = m.change_request if m.revised_fee is not None else "none"
+    due = m.accepted_on + timedelta(days=30)
+    rules = (
+        "The signed statement of work sets fees and payment terms; a change request changes a "
+        "fee only once the client sponsor has approved it in writing; drafts, notes and chat "
+        "do not count; the engagement milestones calendar shows when each acceptance meeting "
+        "now takes place, and a milestone is invoiced on the day it is accepted."
+    )
+    name, client = m.name, f.ctx.company
+    return _spec(
+        "milestone_invoice",
+        "reconcile",
+        phrasing(rng, [f"Invoice for {name}", f"Billing {name}: amount and dates"]),
+        phrasing(
+            rng,
+            [
+                f"{f.cfo.name} ({f.cfo.title}) at {client} wants to know what {f.firm} will "
+                f'invoice for the milestone "{name}": the amount, the change request (if '
+                "any) behind it, the invoice date and the date payment falls due. " + rules,
+                f'For the milestone "{name}", how much will {f.firm} invoice {client}, which '
+                "change request (if any) set that amount, on what day is the invoice issued and "
+                f"when is payment due? {f.cfo.name} ({f.cfo.title}) needs it for the cash "
+                "plan. " + rules,
+                f"{f.cfo.name} ({f.cfo.title}) is planning cash: what will the invoice for "
+                f'"{name}" from {f.firm} say (amount, and the approved change request it '
+                "reflects, if any), on which day is it issued, and by which day must it be "
+                "paid? " + rules,
+            ],
+        ),
+        {
+            "invoice_amount": "number, USD",
+            "change_request": "string, the approved change request id that set the fee (e.g. "
+            '"CR-01"), or "none"',
+            "invoice_date": "date",
+            "payment_due": "date",
+        },
+        [
+            numeric("invoice_amount", m.current_fee, "Invoices the fee in force"),
+            text("change_request", applied, "Applies only an approved change request"),
+            text("invoice_date", m.accepted_on.isoformat(), "Uses the current acceptance day"),
+            text("payment_due", due.isoformat(), "Applies the payment terms"),
+        ],
+        {"milestone": name},
+        name,
+        evidence=[SOW, m.cr_file, m.decision_mail, MILESTONE_CALENDAR],
     )
 
 
@@ -798,7 +894,9 @@ TEMPLATES = [
     Template("consulting.growth_revision", "reconcile", t_growth),
     Template("consulting.industry_cagr", "fact", t_industry),
     Template("consulting.sow_milestone", "fact", t_sow, BOTH),
+    Template("consulting.sow_milestone_unsupported", "fact", t_sow_unsupported),
     Template("consulting.fee_change", "reconcile", t_fee_change, held_out=True),
+    Template("consulting.milestone_invoice", "reconcile", t_milestone_invoice),
     Template("consulting.interview_budgets", "compute", t_interview_budgets, held_out=True),
     Template("consulting.segment_deck", "deliverable", t_deck_pptx),
     Template("consulting.survey_averages", "deliverable", t_survey_xlsx, held_out=True),

@@ -12,13 +12,16 @@ from __future__ import annotations
 import random
 from datetime import date, timedelta
 
+from ..calendars import deadline_calendar
 from ..fabric import CITIES, LAST, LAW_FIRMS, at, day, long_date, money, people, slug, split_half
+from ..render.calendar import Attendee
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
 from ..render.sheets import Formula, WorkbookSpec
 from ..spec import WorldContext
 from .law_model import (
     CP_SUFFIX,
+    DEADLINES,
     KINDS,
     LAWS,
     REGISTER,
@@ -79,6 +82,7 @@ def build(ctx: WorldContext) -> LawFacts:
         _nda(ctx, facts, c)
     _matters(ctx, facts, rng.randint(2, 3))
     _chat(ctx, facts)
+    _deadlines(ctx, facts, executed)
     return facts
 
 
@@ -302,8 +306,9 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
     )
     doc.kv([("For Customer", facts.gc.name), ("For Supplier", "Authorised signatory")])
     doc.save()
+    c.amendment_mail = f"mail/inbox/{signed.isoformat()}_{c.cid}_amendment.eml"
     ctx.email(
-        f"mail/inbox/{signed.isoformat()}_{c.cid}_amendment.eml",
+        c.amendment_mail,
         Email(
             sender=counsel,
             to=[facts.gc.address],
@@ -397,3 +402,47 @@ def _chat(ctx: WorldContext, facts: LawFacts) -> None:
         )
     msgs.append(ChatMessage(facts.team[0].name, "Register updated for Q3.", at(start, 9)))
     ctx.chat("chat/legal-ops.json", "#legal-ops", members, msgs)
+
+
+def serve_summary(c: Contract) -> str:
+    return f"Serve termination notice: {c.cid} ({c.counterparty})"
+
+
+def _deadlines(ctx: WorldContext, facts: LawFacts, executed: list[Contract]) -> None:
+    """The legal team's deadlines calendar: when a termination notice is to be served on each
+    executed contract (the amended ones always moved since), and, for each amended one, an
+    older reminder that still gives the planned day and the agreement's original notice."""
+    rng = ctx.rng
+    entries: list[tuple[str, date, bool | date]] = [
+        (
+            serve_summary(c),
+            c.expiry - timedelta(days=rng.randint(20, 200)),
+            c.amended_notice_days is not None or rng.random() < 0.5,
+        )
+        for c in executed
+    ]
+    gc = Attendee(facts.gc.name, facts.gc.email)
+    plan = deadline_calendar(ctx, rng, DEADLINES, "Legal deadlines", gc, entries)
+    for c in executed:
+        entry = plan[serve_summary(c)]
+        facts.serve_on[c.cid] = entry.current
+        if c.amended_notice_days is None:
+            continue
+        sender = facts.team[rng.randrange(len(facts.team))]
+        sent = entry.planned - timedelta(days=rng.randint(40, 90))
+        ends = entry.planned + timedelta(days=c.notice_days)
+        ctx.email(
+            f"mail/inbox/{sent.isoformat()}_{c.cid}_termination_reminder.eml",
+            Email(
+                sender=sender.address,
+                to=[facts.gc.address],
+                subject=f"Reminder: notice on {c.cid}",
+                body=(
+                    f"Hi {facts.gc.first},\n\nA reminder that we serve the termination notice "
+                    f"on the {c.counterparty} {c.kind} on {long_date(entry.planned)}. From my "
+                    f"notes the agreement gives {c.notice_days} days' notice, so it would end "
+                    f"on {long_date(ends)}.\n\n{sender.name}"
+                ),
+                sent=at(sent, 9, rng.randint(0, 59)),
+            ),
+        )

@@ -52,6 +52,7 @@ RESOLUTIONS = (
 )
 """Board resolutions; a world draws from its split's half."""
 REGISTER = "contracts/contract_register.xlsx"
+DEADLINES = "calendar/legal_deadlines.ics"
 
 
 @dataclass
@@ -69,6 +70,7 @@ class Contract:
     fees: list[tuple[str, int]]
     executed_pdf: str | None = None
     amended_notice_days: int | None = None
+    amendment_mail: str | None = None
 
     @property
     def current_notice_days(self) -> int:
@@ -134,3 +136,5 @@ class LawFacts:
     matters: list[Matter] = field(default_factory=list)
     flags: list[tuple[str, date, str]] = field(default_factory=list)  # person, day, contract id
     hearing_mail: str = ""
+    serve_on: dict[str, date] = field(default_factory=dict)
+    """Contract id -> the day the legal deadlines calendar now plans its termination notice."""

@@ -15,12 +15,14 @@ from ..spec import (
     entities,
     file_exists,
     judge,
+    mentions,
     numeric,
     phrasing,
     text,
+    unsupported,
     xlsx_cell,
 )
-from .law_model import REGISTER, Contract, LawFacts
+from .law_model import DEADLINES, REGISTER, Contract, LawFacts
 
 
 def _executed(f: LawFacts) -> list[Contract]:
@@ -32,7 +34,17 @@ def _pick(items: list[Any], variant: int) -> Any:
 
 
 def t_liability_cap(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
-    c = _pick(_executed(f), variant)
+    return _liability_cap(f, rng, _pick(_executed(f), variant))
+
+
+def t_liability_cap_unsupported(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """The same request about a contract the register lists but nobody executed: no executed
+    agreement is in the files, so there is no cap to give."""
+    unsigned = [c for c in f.contracts if not c.executed_pdf]
+    return _liability_cap(f, rng, _pick(unsigned, variant)) if unsigned else None
+
+
+def _liability_cap(f: LawFacts, rng: random.Random, c: Contract) -> TaskSpec:
     starter = f.ctx.difficulty == "starter"
     where = f" (`{c.executed_pdf}`)" if starter else ""
     gc, company, party = f.gc, f.ctx.company, c.counterparty
@@ -58,15 +70,36 @@ def t_liability_cap(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec |
             f"{party} agreement: liability cap and governing law",
         ],
     )
+    keys = {
+        "liability_cap": "number, the aggregate liability cap in USD",
+        "governing_law": 'string, the jurisdiction whose law governs (e.g. "New York")',
+    }
+    if not c.executed_pdf:
+        return TaskSpec(
+            template="law.liability_cap_unsupported",
+            kind="fact",
+            title=title,
+            question=question,
+            answer_keys=keys,
+            criteria=[
+                unsupported("liability_cap", "Gives no cap: no executed agreement exists"),
+                mentions(
+                    [[party], ["executed", "signed"]],
+                    "Says that no executed agreement with the counterparty is in the files",
+                ),
+            ],
+            gold={"liability_cap": None, "governing_law": None},
+            oracle={"counterparty": c.counterparty},
+            signature=f"cap:{c.cid}",
+            evidence=[REGISTER],
+            infeasible=True,
+        )
     return TaskSpec(
         template="law.liability_cap",
         kind="fact",
         title=title,
         question=question,
-        answer_keys={
-            "liability_cap": "number, the aggregate liability cap in USD",
-            "governing_law": 'string, the jurisdiction whose law governs (e.g. "New York")',
-        },
+        answer_keys=keys,
         criteria=[
             numeric("liability_cap", c.liability_cap, "States the executed liability cap"),
             text("governing_law", c.governing_law, "Names the governing law"),
@@ -188,6 +221,79 @@ def t_notice(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
         },
         oracle={"counterparty": c.counterparty},
         signature=f"notice:{c.cid}",
+    )
+
+
+def t_termination_plan(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Four files of four kinds: the register (id, value, expiry), the executed agreement
+    (notice), the signed amendment's email (the notice in force) and the deadlines calendar
+    (the serve day, moved since an older reminder gave it with the original notice)."""
+    amended = [c for c in _executed(f) if c.amendment_mail and c.cid in f.serve_on]
+    c = _pick(amended, variant)
+    if c is None or c.amendment_mail is None:
+        return None
+    serve = f.serve_on[c.cid]
+    end = min(serve + timedelta(days=c.current_notice_days), c.expiry)
+    company, party, gc = f.ctx.company, c.counterparty, f.gc.name
+    rules = (
+        "Signed documents prevail over emails and chat, a signed amendment prevails over the "
+        "agreement it amends, drafts do not count, and the legal deadlines calendar shows the "
+        "current plan. The agreement ends when the notice period (calendar days counted from "
+        "the day notice is served) runs out, or at its expiry date if that comes first."
+    )
+    question = phrasing(
+        rng,
+        [
+            f"{gc} plans to serve notice terminating the {c.kind} between {company} and "
+            f"{party} for convenience on the day the legal deadlines calendar gives for it. "
+            "Work out the contract ID, the notice period in force, the day notice is served, "
+            "the day the agreement then ends, and its annual value from the contract register. "
+            + rules,
+            f"{company} will terminate its {c.kind} with {party} for convenience, serving "
+            "notice on the day the legal deadlines calendar now shows. For "
+            f"{gc}: the contract ID, the notice period that applies, the serve date, the date "
+            "the agreement ends as a result, and the annual value the contract register "
+            "gives for it. " + rules,
+            f"On the day the legal deadlines calendar sets for it, {gc} will serve notice to "
+            f"terminate the {c.kind} with {party} for convenience. What are the contract ID, "
+            "the notice period now in force, the serve date, the date the agreement ends, and "
+            "the annual value in the contract register? " + rules,
+        ],
+    )
+    title = phrasing(
+        rng,
+        [f"Termination plan: {party}", f"{party} agreement: when termination takes effect"],
+    )
+    gold = {
+        "contract_id": c.cid,
+        "notice_days": c.current_notice_days,
+        "serve_date": serve.isoformat(),
+        "end_date": end.isoformat(),
+        "annual_value": c.annual_value,
+    }
+    return TaskSpec(
+        template="law.termination_plan",
+        kind="reconcile",
+        title=title,
+        question=question,
+        answer_keys={
+            "contract_id": 'string, the register\'s contract ID (e.g. "C-123")',
+            "notice_days": "number, the notice period in force, in days",
+            "serve_date": "date, the day notice is served",
+            "end_date": "date, the day the agreement ends",
+            "annual_value": "number, the annual value in USD",
+        },
+        criteria=[
+            text("contract_id", c.cid, "Names the contract"),
+            numeric("notice_days", c.current_notice_days, "Uses the amended notice period"),
+            text("serve_date", gold["serve_date"], "Uses the calendar's current serve date"),
+            text("end_date", gold["end_date"], "Computes the end date"),
+            numeric("annual_value", c.annual_value, "States the register's annual value"),
+        ],
+        gold=gold,
+        oracle={"counterparty": party},
+        signature=f"termination:{c.cid}",
+        evidence=[REGISTER, c.executed_pdf or "", c.amendment_mail, DEADLINES],
     )
 
 
@@ -592,6 +698,7 @@ def t_starter_hearing(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec
 
 TEMPLATES = [
     Template("law.liability_cap", "fact", t_liability_cap, ("standard", "starter")),
+    Template("law.liability_cap_unsupported", "fact", t_liability_cap_unsupported),
     Template("law.fee_schedule", "compute", t_fee_schedule),
     Template("law.notice_current", "reconcile", t_notice),
     Template("law.register_total", "compute", t_register_total),
@@ -600,6 +707,7 @@ TEMPLATES = [
     Template("law.litigation_exposure", "reconcile", t_litigation, held_out=True),
     Template("law.expiring_schedule", "deliverable", t_expiring, held_out=True),
     Template("law.termination_memo", "deliverable", t_memo),
+    Template("law.termination_plan", "reconcile", t_termination_plan),
     Template("law.starter_register_value", "fact", t_starter_register, ("starter",)),
     Template("law.starter_hearing_email", "reconcile", t_starter_hearing, ("starter",)),
 ]

@@ -199,6 +199,11 @@ def _accretion(ws: Path, price: float, synergies: float, year: int) -> dict[str,
 # -- solvers ----------------------------------------------------------------------------------
 def model_line_item(ws: Path, p: dict[str, Any]) -> None:
     model = _model(ws)
+    years = [str(k) for k in _line(model, "IS", "Revenue")]
+    if not any(y.startswith(p["year"]) for y in years[1:]):
+        reason = f"No version of the model has {p['year']}; the current one ends at {years[-1]}."
+        lib.write_answer(ws, {**dict.fromkeys(p["keys"]), "unsupported_reason": reason})
+        return
     lib.write_answer(
         ws, {k: _year_value(_line(model, *STATEMENT_LINES[k]), p["year"]) for k in p["keys"]}
     )
@@ -253,6 +258,27 @@ def revised_offer(ws: Path, p: dict[str, Any]) -> None:
     terms = _terms(ws, price)
     terms["enterprise_value"] = terms["equity_value"] + _net_debt(ws)
     lib.write_answer(ws, terms)
+
+
+def bid_deadline_terms(ws: Path, p: dict[str, Any]) -> None:
+    (calendar,) = sorted(ws.glob("calendar/project_*_timetable.ics"))
+    deadline = next(
+        e["start"] for e in lib.ics_events(calendar) if e["SUMMARY"].endswith("final bid deadline")
+    )
+    price, _ = _offer(ws, deadline)
+    terms = _terms(ws, price)
+    ev = terms["equity_value"] + _net_debt(ws)
+    ebitda = _year_value(_line(_model(ws), "IS", "EBITDA"), "FY2024A")
+    lib.write_answer(
+        ws,
+        {
+            "bid_deadline": lib.iso(deadline),
+            "offer_price": price,
+            "equity_value": terms["equity_value"],
+            "enterprise_value": ev,
+            "ev_ebitda": ev / ebitda,
+        },
+    )
 
 
 def revised_accretion(ws: Path, p: dict[str, Any]) -> None:
@@ -370,12 +396,14 @@ def starter_named_range(ws: Path, p: dict[str, Any]) -> None:
 
 SOLVERS = {
     "banking.model_line_item": model_line_item,
+    "banking.model_line_item_unsupported": model_line_item,
     "banking.dcf_valuation": dcf_valuation,
     "banking.comps_stats": comps_stats,
     "banking.implied_value": implied_value,
     "banking.peer_guidance": peer_guidance,
     "banking.revised_offer": revised_offer,
     "banking.revised_accretion": revised_accretion,
+    "banking.bid_deadline_terms": bid_deadline_terms,
     "banking.merger_accretion": merger_accretion,
     "banking.valuation_range": valuation_range,
     "banking.cim_segment": cim_segment,

@@ -10,6 +10,7 @@ later client decisions win.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -255,8 +256,13 @@ def industry_cagr(ws: Path, p: dict[str, Any]) -> None:
 
 
 def sow_milestone(ws: Path, p: dict[str, Any]) -> None:
-    row = next(r for r in _milestones(ws) if r["Milestone"] == p["milestone"])
     total = lib.number_after(lib.pdf_text(_one(ws, "statement_of_work*.pdf")), "Total fees:")
+    row = next((r for r in _milestones(ws) if r["Milestone"] == p["milestone"]), None)
+    if row is None:
+        reason = f'The signed statement of work has no milestone "{p["milestone"]}".'
+        unknown = {"fee": None, "milestone_number": None, "due_date": None}
+        lib.write_answer(ws, {**unknown, "total_fees": total, "unsupported_reason": reason})
+        return
     lib.write_answer(
         ws,
         {
@@ -278,6 +284,32 @@ def fee_change(ws: Path, p: dict[str, Any]) -> None:
             "fee": fees[p["milestone"]],
             "total_fees": sum(fees.values()),
             "approved_change_requests": approved,
+        },
+    )
+
+
+def milestone_invoice(ws: Path, p: dict[str, Any]) -> None:
+    fees, approved = _current_fees(ws)
+    row = next(r for r in _milestones(ws) if r["Milestone"] == p["milestone"])
+    applied = "none"
+    for cr in approved:
+        fields = {r[0]: r[1] for r in lib.docx_tables(_one(ws, f"{cr}_*.docx"))[0]}
+        if fields["Milestone"] == p["milestone"]:
+            applied = cr
+    terms = lib.flat(lib.pdf_text(_one(ws, "statement_of_work*.pdf")))
+    days = int(lib.number_after(terms, "payable within"))
+    accepted = next(
+        e["start"]
+        for e in lib.ics_events(ws / "calendar" / "engagement_milestones.ics")
+        if e["SUMMARY"].startswith(f"Acceptance meeting: milestone {row['No.']} ")
+    )
+    lib.write_answer(
+        ws,
+        {
+            "invoice_amount": fees[p["milestone"]],
+            "change_request": applied,
+            "invoice_date": lib.iso(accepted),
+            "payment_due": lib.iso(accepted + timedelta(days=days)),
         },
     )
 
@@ -366,6 +398,7 @@ SOLVERS = {
         industry_cagr,
         sow_milestone,
         fee_change,
+        milestone_invoice,
         interview_budgets,
         segment_deck,
         survey_averages,
@@ -374,6 +407,7 @@ SOLVERS = {
         starter_interview,
     )
 }
+SOLVERS["consulting.sow_milestone_unsupported"] = sow_milestone
 
 
 def solve(params: dict[str, Any], workspace: Path) -> None:

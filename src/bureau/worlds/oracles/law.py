@@ -58,7 +58,14 @@ def _governing_law(text: str) -> str:
 
 
 def liability_cap(ws: Path, p: dict[str, Any]) -> None:
-    text = lib.pdf_text(_executed_pdf(ws, p["counterparty"]))
+    party = p["counterparty"]
+    if not list((ws / "contracts" / "executed").glob(f"*_{_slug(party)}_*.pdf")):
+        reason = f"No executed agreement with {party} is in the files; the register lists it."
+        lib.write_answer(
+            ws, {"liability_cap": None, "governing_law": None, "unsupported_reason": reason}
+        )
+        return
+    text = lib.pdf_text(_executed_pdf(ws, party))
     cap = lib.number_after(lib.section(text, "Limitation of Liability"), "shall not exceed")
     lib.write_answer(ws, {"liability_cap": cap, "governing_law": _governing_law(text)})
 
@@ -175,6 +182,28 @@ def litigation_exposure(ws: Path, p: dict[str, Any]) -> None:
     )
 
 
+def termination_plan(ws: Path, p: dict[str, Any]) -> None:
+    row = _contract_row(ws, p["counterparty"])
+    cid = row["Contract ID"]
+    days = _current_notice_days(ws, p["counterparty"])
+    serve = next(
+        e["start"]
+        for e in lib.ics_events(ws / "calendar" / "legal_deadlines.ics")
+        if e["SUMMARY"].startswith("Serve termination notice") and cid in e["SUMMARY"]
+    )
+    end = min(serve + timedelta(days=days), lib.parse_date(str(row["Expiry"])))
+    lib.write_answer(
+        ws,
+        {
+            "contract_id": cid,
+            "notice_days": days,
+            "serve_date": lib.iso(serve),
+            "end_date": lib.iso(end),
+            "annual_value": row["Annual Value (USD)"],
+        },
+    )
+
+
 def expiring_schedule(ws: Path, p: dict[str, Any]) -> None:
     rows = sorted(
         (r for r in _register(ws) if p["from"] <= str(r["Expiry"])[:10] <= p["to"]),
@@ -221,6 +250,7 @@ def starter_hearing_email(ws: Path, p: dict[str, Any]) -> None:
 
 SOLVERS = {
     "law.liability_cap": liability_cap,
+    "law.liability_cap_unsupported": liability_cap,
     "law.fee_schedule": fee_schedule,
     "law.notice_current": notice_current,
     "law.register_total": register_total,
@@ -229,6 +259,7 @@ SOLVERS = {
     "law.litigation_exposure": litigation_exposure,
     "law.expiring_schedule": expiring_schedule,
     "law.termination_memo": termination_memo,
+    "law.termination_plan": termination_plan,
     "law.starter_register_value": starter_register_value,
     "law.starter_hearing_email": starter_hearing_email,
 }

@@ -280,6 +280,32 @@ def read_chat(path: Path) -> list[dict[str, Any]]:
     return list(data["messages"])
 
 
+def ics_events(path: Path) -> list[dict[str, Any]]:
+    """The VEVENTs of an .ics file (RFC 5545 lines unfolded): each property's value by name,
+    parameters dropped, text escapes undone; `start` is DTSTART's day."""
+    lines: list[str] = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if raw[:1] in (" ", "\t") and lines:
+            lines[-1] += raw[1:]
+        else:
+            lines.append(raw)
+    events: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    for line in lines:
+        if line == "BEGIN:VEVENT":
+            current = {}
+        elif line == "END:VEVENT" and current is not None:
+            value = current["DTSTART"]
+            current["start"] = date(int(value[:4]), int(value[4:6]), int(value[6:8]))
+            events.append(current)
+            current = None
+        elif current is not None and ":" in line:
+            name, value = line.split(":", 1)
+            text = value.replace("\\,", ",").replace("\\;", ";").replace("\\n", "\n")
+            current.setdefault(name.split(";", 1)[0], text.replace("\\\\", "\\"))
+    return events
+
+
 # -- answers and deliverables ----------------------------------------------------------------
 def write_answer(workspace: Path, answer: dict[str, Any]) -> None:
     out = workspace / "output" / "answer.json"
