@@ -40,7 +40,7 @@ def test_eval_runs_a_model_and_writes_the_report(
     )  # fmt: skip
     print(done.stdout[-3000:])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Pass@1" in done.stdout and "eval.json" in done.stdout
+    assert "Pass@1" in done.stdout and "eval.json" in done.stdout, done.stdout
     report: dict[str, Any] = json.loads((out / "eval.json").read_text())
     assert report["format"] == "bureau-eval/2" and report["k"] == 2
     assert report["interval"] == "task-bootstrap"

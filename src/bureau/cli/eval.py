@@ -298,11 +298,14 @@ def print_report(report: EvalReport) -> None:
     table = Table(
         title=f"eval: {len(report.tasks)} tasks, k = {report.k}, 95% intervals over tasks"
     )
-    for column in ("", "tasks", "graded", "excluded", "Pass@1", "mean reward"):
-        # Template names whole: the figures wrap on a narrow terminal instead.
-        table.add_column(column, justify="left" if not column else "right", no_wrap=not column)
-    for level in levels:
-        table.add_column(f"pass@{level}", justify="right")
+    headers = ["tasks", "graded", "excluded", "Pass@1", "mean reward"]
+    headers += [f"pass@{level}" for level in levels]
+    # Template names and headers whole: the intervals wrap on a narrow terminal instead.
+    table.add_column("", no_wrap=True)
+    for column in headers:
+        # "[0.000," and "0.000]": an interval wraps at its space, never truncated.
+        width = max(*(len(word) for word in column.split()), 7 if column in headers[3:] else 0)
+        table.add_column(column, justify="right", min_width=width, overflow="fold")
     groups = [("overall", report.overall), *report.kinds.items(), *report.domains.items()]
     groups += list(report.templates.items())
     for name, group in groups:
