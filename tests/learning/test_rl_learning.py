@@ -7,7 +7,7 @@ key out half the time (`missing_key`, reward 0.5); the tiny model learns both pr
 it starts out leaving the key out about half the time. `bureau train` (real sandboxes, the MCP
 code tool, the rubric verifier, the built-in engine, the trainer and in-place weight pushes, on
 Ray) must then raise the task's Pass@1 (and not lower its mean reward), measured by the loop's
-own evaluation of 12 attempts before and after. No copying is needed (one task, memorized), so
+own evaluation of 8 attempts before and after. No copying is needed (one task, memorized), so
 the only thing RL has to learn is the decision between the two programs, which the reward alone
 tells apart.
 
@@ -107,13 +107,13 @@ def test_rl_raises_the_reward_of_a_bootstrapped_policy(
         **{
             "data.train_filter": filter_,
             "data.eval_filter": filter_,
-            "rollout.attempts": 8,
+            "rollout.attempts": 6,
             "rollout.harness": harness.model_dump(include=set(harness.model_fields_set)),
             "async.groups_per_step": 1,
             # 1e-3 collapsed into repetition within 5 steps; 3e-4 learned by step 2 but, in one
             # run of the suite, had collapsed by the end (Pass@1 0.42 -> 0.36).
             "trainer.optimizer.lr": 2e-4,
-            "eval": {"at_start": True, "at_end": True, "attempts": 12},
+            "eval": {"at_start": True, "at_end": True, "attempts": 8},
             "checkpoint.every": 100,
         },
     )
@@ -123,15 +123,15 @@ def test_rl_raises_the_reward_of_a_bootstrapped_policy(
     before, after = evals[0], evals[-1]
     print(f"reward {before['reward']:.3f} -> {after['reward']:.3f}")
     print(f"Pass@1 {before['pass_at_1']:.3f} -> {after['pass_at_1']:.3f}")
-    assert before["graded"] == after["graded"] == 12
+    assert before["graded"] == after["graded"] == 8
     assert before["held_out"] is False and before["tasks_also_trained_on"] == 1
-    # The reward RL maximises must rise on the trained rollouts (the first two steps' 16 against
+    # The reward RL maximises must rise on the trained rollouts (the first two steps' 12 against
     # the last two's), and the evaluation's Pass@1 (every criterion) with it. Its mean reward,
-    # which also counts the half credit of an answer with a key left out, moves by 1/24 per
-    # attempt on 12 attempts, so it is printed, not asserted. Measured alone (80 SFT steps, 6 RL
-    # steps, the demo vocabulary): reward 0.625 -> 1.000, Pass@1 0.250 -> 1.000, trained
-    # reward 0.69 0.75 0.88 0.94 0.88 0.88, and the likelihood margin below -0.53 -> 2.2-2.3.
-    # With 50 SFT steps on this vocabulary the policy still made up programs of its own
+    # which also counts the half credit of an answer with a key left out, moves by 1/16 per
+    # attempt on 8 attempts, so it is printed, not asserted. Measured alone (80 SFT steps, 6 RL
+    # steps of 6 attempts, the demo vocabulary): reward 0.625 -> 1.000, Pass@1 0.250 -> 1.000,
+    # trained reward 0.58 0.67 0.83 0.92 0.83 0.92, and the likelihood margin below -0.53 ->
+    # 2.25. With 50 SFT steps on this vocabulary the policy still made up programs of its own
     # (reward 0.46 at start) and RL did not raise Pass@1 within 8 steps.
     rewards = [
         m["rollout/reward"]
