@@ -59,7 +59,9 @@ def run_and_audit(dataset: Path, model: Path, out: Path, *engine: str) -> dict[s
         assert record.reward is not None  # graded by the task's own verifier
         assert record.trial_status == "completed"
         trial = out / "trials" / record.trial_name
-        atif = json.loads((trial / "agent" / "trajectory.json").read_text())
+        # A multi-step task's agent files are per step; the last step's record holds them all.
+        last = trial / "steps" / record.steps[-1]["name"] if record.steps else trial
+        atif = json.loads((last / "agent" / "trajectory.json").read_text())
         assert atif["schema_version"].startswith("ATIF-")
         assert (trial / "result.json").is_file()
         assert set(record.weight_versions) <= {-1, 0}

@@ -151,7 +151,8 @@ def test_real_trials_attributed_and_summarized(small_dataset: Path, tmp_path: Pa
 
     from bureau.sandbox import get_runtime
 
-    task = load_task_dir(sorted(p for p in small_dataset.iterdir() if p.is_dir())[0])
+    dirs = sorted(p for p in small_dataset.iterdir() if p.is_dir() and not (p / "steps").exists())
+    task = load_task_dir(dirs[0])  # single-step: these fake agents run no [[steps]]
     runtime = get_runtime("local", isolation="none", root=tmp_path / "sbx")
     agents: list[tuple[Agent, Runtime]] = [
         (OracleAgent(), runtime),

@@ -181,3 +181,36 @@ def test_timeout_and_system_errors(qwen3: Any) -> None:
 def test_record_round_trips(qwen3: Any) -> None:
     record, _ = run(qwen3, [LIST_CALL, "done"])
     assert TrajectoryRecord.from_dict(record.to_dict()) == record
+
+
+def test_a_later_step_goes_on_in_the_same_conversation(qwen3: Any) -> None:
+    """A multi-step task's second prompt is a user message after the first step's last turn:
+    not trained on, every step with the turn budget of a whole task, one aligned record."""
+    from bureau.audit.tito import check_tokens
+
+    sampler = ScriptedSampler(qwen3, [LIST_CALL, "Two files.", LIST_CALL, "Still two."])
+    tools = FakeTools({"fs_list": lambda a: "report.pdf\nmodel.xlsx"})
+    renderer = Renderer(qwen3)
+    episode = Episode(
+        sampler, renderer, tools, HarnessConfig(max_turns=2), task_name="t", model="m"
+    )
+    first = asyncio.run(episode.run("Count the files.", step="count"))
+    assert first.stop_reason == "answered" and first.steps == [{"name": "count", "first_turn": 0}]
+    second = asyncio.run(episode.resume("List them again.", "again"))
+    # Four turns under max_turns = 2: the budget holds per step.
+    assert second.stop_reason == "answered" and second.num_turns == 4
+    assert second.steps == [
+        {"name": "count", "first_turn": 0},
+        {"name": "again", "first_turn": 2},
+    ]
+    check_alignment(second)
+    assert check_tokens(second, renderer) is None  # what was sampled is what is stored
+    # The second prompt closes the first step's last turn, and the engine saw exactly that.
+    step_prompt = second.turns[1].observation_ids
+    assert qwen3.decode(step_prompt).count("List them again.") == 1
+    assert sampler.prompts[2] == second.token_ids[: len(sampler.prompts[2])]
+    assert sampler.prompts[2][-len(step_prompt) :] == step_prompt
+    roles = [m["role"] for m in second.messages]
+    first_step, second_step = ["system", "user", "assistant", "tool", "assistant"], roles[5:]
+    assert roles[:5] == first_step and second_step == ["user", "assistant", "tool", "assistant"]
+    assert second.messages[5]["content"] == "List them again."

@@ -79,7 +79,8 @@ def test_an_agent_timeout_is_the_same_zero_through_every_entry_point(
     from bureau.loop.rollout import RolloutRequest, TaskRef
     from bureau.loop.worker import RolloutWorker, WorkerSpec
 
-    task = load_eval_tasks(small_dataset, max_tasks=1)[0]
+    # A single-step task: the scripted teacher of step 4 runs no [[steps]].
+    task = next(t for t in load_eval_tasks(small_dataset) if not t.task.steps)
     harness = HarnessConfig(
         max_turns=2, context_length=8192, max_tokens_per_turn=16, tool_prefixes=["code_run_python"]
     )
@@ -127,7 +128,7 @@ def test_an_agent_timeout_is_the_same_zero_through_every_entry_point(
     # 4. `bureau bootstrap record` (the scripted teacher, stalled).
     teacher = RecordConfig(
         dataset=small_dataset, model=tiny_model, out=tmp_path / "record", max_tasks=1,
-        isolation=ISOLATION, agent_timeout_s=TIMEOUT_S,
+        templates=[task.template or ""], isolation=ISOLATION, agent_timeout_s=TIMEOUT_S,
     )  # fmt: skip
     record(teacher)
     (found["record"],) = read_parquet(tmp_path / "record" / "trajectories.parquet")

@@ -2,11 +2,13 @@
 planted contradictions matter: an answer that takes the stale day (the one an older email or
 the calendar entry's "originally" note gives) fails. Infeasible tasks want null and a reason:
 a made-up value, a hedge (a value and a reason) and a bare null all fail, and null on an
-answerable task fails too. A hard world is crowded past 500 files and 10,000 messages, and its
-tasks keep an oracle that scores 1.0."""
+answerable task fails too. A multi-step task's second step works on the first one's
+deliverable, offline and in a sandbox. A hard world is crowded past 500 files and 10,000
+messages, and its tasks keep an oracle that scores 1.0."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
@@ -19,7 +21,12 @@ from typing import Any
 
 import pytest
 
-from bureau.checks.offline import check_tasks, grade_workspace
+from bureau.checks.offline import check_tasks, grade_workspace, run_oracle
+from bureau.sandbox import get_runtime
+from bureau.tasks.dataset import validate_dataset
+from bureau.tasks.taskdir import load_task_dir
+from bureau.trials.agents import NopAgent, OracleAgent
+from bureau.trials.trial import run_trial
 from bureau.worlds.builder import MANIFEST, BuildConfig, build_split
 from bureau.worlds.fabric import long_date
 
@@ -35,7 +42,7 @@ LONG = {
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("shapes") / "eval"
-    build_split(BuildConfig("eval", 3, 45, 4, out, files_per_world=30, jobs=1))
+    build_split(BuildConfig("eval", 3, 54, 4, out, files_per_world=30, jobs=1))
     return out, json.loads((out / MANIFEST).read_text())["tasks"]
 
 
@@ -159,6 +166,51 @@ def test_null_on_an_answerable_task_scores_nothing(
         gold = json.loads((task_dir / "tests" / "rubric.json").read_text())["gold"]
         abstain = {**dict.fromkeys(gold), "unsupported_reason": "Not in the files."}
         assert _grade(task_dir, abstain, tmp_path / task["task_id"])[0] == 0.0
+
+
+def test_a_multi_step_task_builds_on_its_first_step(
+    built: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    out, tasks = built
+    multi = [t for t in tasks if t["steps"]]
+    assert {t["template"] for t in multi} == {"law.renewal_pipeline", "consulting.billing_plan"}
+    report = validate_dataset(out, require_solution=True)
+    assert report.ok, report.summary()
+    for task in multi:
+        task_dir = out / task["path"]
+        config = tomllib.loads((task_dir / "task.toml").read_text())
+        names = task["steps"]
+        assert [step["name"] for step in config["steps"]] == names and len(names) == 2
+        assert not (task_dir / "instruction.md").exists()  # each step has its own prompt
+        second = (task_dir / "steps" / names[1] / "instruction.md").read_text()
+        assert re.search(r"`output/\w+\.xlsx`", second), second  # the first step's workbook
+    dirs = [out / t["path"] for t in multi]
+    for mode, expected in (("oracle", 1.0), ("empty", 0.0)):
+        outcomes = check_tasks(dirs, mode, jobs=1)  # type: ignore[arg-type]
+        assert [(o.task_id, o.reward, o.error) for o in outcomes if o.reward != expected] == []
+    # The second step reads the first one's workbook: without it, its oracle has nothing.
+    for task, task_dir in zip(multi, dirs, strict=True):
+        workspace = tmp_path / task["task_id"]
+        shutil.copytree(task_dir / "environment" / "workspace", workspace)
+        with pytest.raises(FileNotFoundError):
+            run_oracle(task_dir / "steps" / task["steps"][1], workspace, tmp_path)
+
+
+def test_a_multi_step_task_runs_in_a_sandbox_step_by_step(
+    built: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    out, tasks = built
+    task = load_task_dir(out / next(t for t in tasks if t["steps"])["path"])
+    runtime = get_runtime("local", root=tmp_path / "sandboxes")
+    try:
+        for agent, expected in ((OracleAgent(), 1.0), (NopAgent(), 0.0)):
+            done = asyncio.run(run_trial(task, agent, runtime, tmp_path / agent.name))
+            assert done.exception_info is None, done.exception_info
+            steps = (done.verifier_result or {})["step_results"]
+            assert [s["rewards"]["reward"] for s in steps] == [expected, expected]
+            assert done.reward == expected
+    finally:
+        runtime.close()
 
 
 def test_a_hard_world_is_crowded_and_its_oracle_scores_one(tmp_path: Path) -> None:

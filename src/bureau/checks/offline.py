@@ -7,6 +7,9 @@ in-process, which avoids a Python start per task. Any other Harbor task falls ba
 `solution/solve.sh` and `tests/test.sh` as subprocesses, with the workspace and verifier folder
 passed through `BUREAU_WORKSPACE` and `BUREAU_VERIFIER_DIR`.
 
+A multi-step task (`[[steps]]`) runs its steps in order on one workspace, as a trial does: each
+step's oracle (or nothing), then that step's grading; its reward is the mean over the steps.
+
 This is a data check, not isolation: the sandboxed version is `bureau tasks check`.
 """
 
@@ -22,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -126,6 +130,13 @@ def grade_workspace(
     return reward.reward, reward.reward >= 1.0, detail
 
 
+def _parts(task_dir: Path) -> list[Path]:
+    """The task's own folder, or its steps' folders in order (`[[steps]]` in task.toml)."""
+    config = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+    steps = config.get("steps") or []
+    return [task_dir / "steps" / str(step["name"]) for step in steps] or [task_dir]
+
+
 def check_task(task_dir: Path, mode: AnswerMode) -> TaskOutcome:
     started = time.perf_counter()
     outcome = TaskOutcome(task_id=task_dir.name, ok=False)
@@ -140,9 +151,18 @@ def check_task(task_dir: Path, mode: AnswerMode) -> TaskOutcome:
             workspace.mkdir()
         (workspace / "output").mkdir(exist_ok=True)
         try:
-            if mode == "oracle":
-                run_oracle(task_dir, workspace, verifier_dir)
-            reward, passed, failed = grade_workspace(task_dir, workspace, verifier_dir)
+            rewards, passed, failed = [], True, []
+            for part in _parts(task_dir):
+                if mode == "oracle":
+                    run_oracle(part, workspace, verifier_dir)
+                step_reward, step_passed, step_failed = grade_workspace(
+                    part, workspace, verifier_dir
+                )
+                rewards.append(step_reward)
+                passed = passed and step_passed
+                prefix = f"{part.name}/" if part != task_dir else ""
+                failed += [prefix + reason for reason in step_failed]
+            reward = sum(rewards) / len(rewards)
         except Exception as exc:  # a broken task is reported, never raised
             outcome.error = f"{type(exc).__name__}: {exc}"[:400]
             outcome.failed_criteria = traceback.format_exc().splitlines()[-6:]

@@ -89,8 +89,9 @@ def load_tasks(
 ) -> list[TaskDir]:
     """The tasks under `root` (the first `max_tasks`); exits 2 listing every malformed one.
 
-    With `offline_public_tasks` given, the tasks are also screened for the local runtime
-    (`screen_tasks`): what it cannot run is listed and left out, what it ignores is noted.
+    With `offline_public_tasks` given, the tasks are also screened for the local runtime and
+    the model harness (`screen_tasks`; the harness runs multi-step tasks): what it cannot run
+    is listed and left out, what it ignores is noted.
     """
     dirs = task_dirs(root)[:max_tasks] if max_tasks is not None else task_dirs(root)
     try:
@@ -101,7 +102,9 @@ def load_tasks(
         raise typer.Exit(2) from exc
     if offline_public_tasks is None:
         return tasks
-    runnable, refused = screen_tasks(tasks, offline_public_tasks=offline_public_tasks)
+    runnable, refused = screen_tasks(
+        tasks, offline_public_tasks=offline_public_tasks, agent_runs_steps=True
+    )
     if refused:
         console.print(f"[red]{len(refused)} task(s) the local runtime cannot run:[/]")
         for task, reasons in refused:

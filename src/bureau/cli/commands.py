@@ -146,11 +146,6 @@ def _local_report(task_dir: Path) -> list[str]:
             f"[yellow]note[/] {escape(str(task.config_path))}: asks for a network "
             f"({escape(network)}); the local runtime refuses it unless told to run it offline"
         )
-    if task.steps:
-        console.print(
-            f"[yellow]note[/] {escape(str(task.config_path))}: a multi-step task: the oracle "
-            "and nop agents and Harbor run it, the model harness does not"
-        )
     return [f"{problem} (local runtime)" for problem in task.local_problems]
 
 

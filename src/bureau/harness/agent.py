@@ -139,6 +139,7 @@ class HarnessAgent(Agent):
     name = "harness"
     version = "1"
     uses_tools = True
+    supports_steps = True
 
     def tool_groups(self) -> list[str] | None:
         return harness_tool_groups(self.config)
@@ -147,7 +148,11 @@ class HarnessAgent(Agent):
         return getattr(self, "_record", None)
 
     async def run(self, ctx: AgentContext) -> AgentResult:
-        self._record: TrajectoryRecord | None = None
+        """One episode; for a later step of a multi-step task, the same episode goes on with
+        the step's prompt (`Episode.resume`), so its record covers every step."""
+        episode: Episode | None = getattr(self, "_episode", None)
+        if episode is None or ctx.task.step is None:
+            self._record: TrajectoryRecord | None = None
         if ctx.tools is None:
             raise BureauSystemError(SystemErrorKind.tool_server_failed, "no tool link")
         margin = min(self.deadline_margin_s, ctx.timeout_s * 0.1)
@@ -165,16 +170,22 @@ class HarnessAgent(Agent):
             restart_timeout_s=self.config.tool_restart_timeout_s,
             faults=ctx.faults,
         )
-        episode = Episode(
-            engine,
-            self.renderer,
-            tools,
-            self.config,
-            task_name=ctx.task.name,
-            model=self.model_name,
-            deadline=time.monotonic() + ctx.timeout_s - margin,
-        )
-        record = await episode.run(ctx.task.instruction)
+        deadline = time.monotonic() + ctx.timeout_s - margin
+        if episode is None or ctx.task.step is None:
+            episode = Episode(
+                engine,
+                self.renderer,
+                tools,
+                self.config,
+                task_name=ctx.task.name,
+                model=self.model_name,
+                deadline=deadline,
+            )
+            self._episode = episode
+            record = await episode.run(ctx.task.instruction, step=ctx.task.step)
+        else:
+            episode.sampler, episode.tools, episode.deadline = engine, tools, deadline
+            record = await episode.resume(ctx.task.instruction, ctx.task.step)
         self._record = record
         metadata: dict[str, Any] = {
             "stop_reason": record.stop_reason,

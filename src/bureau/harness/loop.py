@@ -167,6 +167,11 @@ class Episode:
         self.tool_time_s = 0.0
         self.error: BureauSystemError | None = None
         self._warned = False
+        self.prompt_ids: list[int] = []
+        self._first_turn = 0
+        """Where the current prompt's turns start: `max_turns` and `max_tokens` hold per
+        prompt, so each step of a multi-step task gets the budget of a whole task."""
+        self.steps: list[dict[str, Any]] = []
         specs = tools.specs()
         prefixes = config.tool_prefixes
         self.specs = [
@@ -192,14 +197,41 @@ class Episode:
             raise TimeoutError
         return await asyncio.wait_for(coro, remaining)
 
-    async def run(self, instruction: str) -> TrajectoryRecord:
+    async def run(self, instruction: str, step: str | None = None) -> TrajectoryRecord:
+        """The episode on `instruction`; `step` names it when it is the first step of a
+        multi-step task (then `resume` runs the next ones)."""
         started = time.perf_counter()
+        if step is not None:
+            self.steps.append({"name": step, "first_turn": 0})
         self.messages = [
             {"role": "system", "content": self.config.system_prompt},
             {"role": "user", "content": instruction},
         ]
-        prompt_ids = self.renderer.prompt_ids(self.messages, self.specs)
-        self.state.observe(prompt_ids)
+        self.prompt_ids = self.renderer.prompt_ids(self.messages, self.specs)
+        self.state.observe(self.prompt_ids)
+        return await self._episode(started)
+
+    async def resume(self, instruction: str, step: str) -> TrajectoryRecord:
+        """The next step of a multi-step task, in the same conversation: its prompt is a user
+        message after the last turn (not trained on), and the record covers every step so
+        far, each starting at its `first_turn`."""
+        started = time.perf_counter()
+        message: Message = {"role": "user", "content": instruction}
+        after = self.turns[-1].completion_ids if self.turns else self.prompt_ids
+        ids = self.renderer.observation_ids([message], after_ids=after)
+        self.steps.append({"name": step, "first_turn": len(self.turns)})
+        self._first_turn = len(self.turns)
+        if len(self.state) + len(ids) >= self.config.context_length:
+            return self._record(StopReason.context_exhausted, started)
+        self.state.observe(ids)
+        self.messages.append(message)
+        if self.turns:
+            turn = self.turns[-1]
+            turn.observation_ids = [*(turn.observation_ids or []), *ids]
+            turn.observation_messages = [*(turn.observation_messages or []), message]
+        return await self._episode(started)
+
+    async def _episode(self, started: float) -> TrajectoryRecord:
         try:
             stop = await self._loop()
         except TimeoutError:
@@ -207,11 +239,14 @@ class Episode:
         except BureauSystemError as exc:
             self.error = exc
             stop = StopReason.system_error
+        return self._record(stop, started)
+
+    def _record(self, stop: StopReason, started: float) -> TrajectoryRecord:
         return TrajectoryRecord(
             trajectory_id=self.trajectory_id,
             task_name=self.task_name,
             model=self.model,
-            prompt_ids=prompt_ids,
+            prompt_ids=self.prompt_ids,
             token_ids=self.state.token_ids,
             loss_mask=self.state.loss_mask,
             sampler_logprobs=self.state.sampler_logprobs,
@@ -225,15 +260,16 @@ class Episode:
             tool_time_s=round(self.tool_time_s, 4),
             total_time_s=round(time.perf_counter() - started, 4),
             system_error=str(self.error) if self.error else None,
+            steps=[dict(step) for step in self.steps],
         )
 
     async def _loop(self) -> StopReason:
         cfg = self.config
         failures = 0
         while True:
-            if len(self.turns) >= cfg.max_turns:
+            if len(self.turns) - self._first_turn >= cfg.max_turns:
                 return StopReason.max_turns
-            sampled = sum(len(t.completion_ids) for t in self.turns)
+            sampled = sum(len(t.completion_ids) for t in self.turns[self._first_turn :])
             room = cfg.context_length - len(self.state)
             if cfg.max_tokens - sampled <= 0:
                 return StopReason.max_tokens

@@ -21,7 +21,7 @@ _LIST_COLUMNS = {
     "sampler_logprobs": "float64",
     "weight_versions": "int64",
 }
-_JSON_COLUMNS = ("messages", "tools", "turns", "tool_calls")
+_JSON_COLUMNS = ("messages", "tools", "turns", "tool_calls", "steps")
 
 
 def _schema() -> Any:
@@ -95,7 +95,8 @@ def read_parquet(path: Path, columns: Sequence[str] | None = None) -> list[Traje
     records = []
     for row in table.to_pylist():
         for name in _JSON_COLUMNS:
-            row[name] = json.loads(row[name])
+            if name in row:  # files written before a column existed lack it
+                row[name] = json.loads(row[name])
         row.pop("num_turns", None)
         row.pop("num_sampled_tokens", None)
         records.append(TrajectoryRecord.from_dict(row))

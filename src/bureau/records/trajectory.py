@@ -141,6 +141,11 @@ class TrajectoryRecord:
     """The rollout worker that ran it to its reward (the RL loop; empty elsewhere)."""
     lost_on: list[str] = field(default_factory=list)
     """Rollout workers that died while running it, in order: each loss sent it again."""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    """A multi-step task's steps, in order: `name`, `first_turn` (the index in `turns` where
+    the step's prompt was answered first) and `reward` (that step's verifier reward, trial
+    side). The record's `reward` is the trial's: Harbor's mean over the steps. Empty for a
+    single-step task."""
 
     @property
     def num_turns(self) -> int:

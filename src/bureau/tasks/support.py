@@ -29,9 +29,9 @@ def runner_problems(task: TaskDir, *, agent_runs_steps: bool) -> list[TaskFormat
     return [
         TaskFormatError(
             task.config_path,
-            "a single-step task (this agent runs one episode per trial; the oracle and nop "
-            "agents run [[steps]], and so does Harbor with bureau's sandbox: harbor run -e "
-            "bureau.integrations.harbor:BubblewrapEnvironment)",
+            "a single-step task (this agent runs one episode per trial; the oracle, nop and "
+            "harness agents run [[steps]], and so does Harbor with bureau's sandbox: harbor "
+            "run -e bureau.integrations.harbor:BubblewrapEnvironment)",
             field="steps",
             got=f"{len(task.steps)} steps",
         )
@@ -101,8 +101,9 @@ def ignored_settings(task: TaskDir) -> list[str]:
 def require_runnable(task: TaskDir, *, offline_public_tasks: bool = False) -> None:
     """For training and evaluation with the model harness on the local runtime: raise
     TaskFormatErrors naming every reason the task cannot run as its author meant (an image
-    build, a network, several steps), rather than train on a task that can only score 0."""
-    problems = [*runner_problems(task, agent_runs_steps=False), *task.local_problems]
+    build, a network), rather than train on a task that can only score 0. The harness runs
+    multi-step tasks (`HarnessAgent.supports_steps`)."""
+    problems = [*runner_problems(task, agent_runs_steps=True), *task.local_problems]
     network = network_request(task)
     if network and not offline_public_tasks:
         problems.append(

@@ -132,7 +132,20 @@ def outcome_of(
         record.reward, record.system_error = result.reward, None
         outcome = AttemptOutcome(result, record, verifier_passed(values, result.reward), None, None)
     outcome.task_defect = result.task_defect is not None
+    _step_rewards(record, result)
     return outcome
+
+
+def _step_rewards(record: TrajectoryRecord, result: TrialResult) -> None:
+    """Each step of a multi-step record gets its verifier's reward (None for a step that
+    was not verified: the trial ended before it, or failed)."""
+    verified = {
+        str(step.get("step_name")): step.get("rewards") or {}
+        for step in (result.verifier_result or {}).get("step_results") or []
+    }
+    for step in record.steps:
+        rewards = verified.get(str(step.get("name")))
+        step["reward"] = None if not rewards else rewards.get("reward")
 
 
 def _kind(status: str) -> SystemErrorKind | None:

@@ -146,8 +146,9 @@ async def run_trial(
                     sandbox, timeout_s=config.tool_server_timeout_s, groups=agent.tool_groups()
                 )
         if task.steps:
+            handed, tools = tools, None  # _run_steps opens (and closes) a link per step
             sandbox = await _run_steps(
-                task, agent, runtime, sandbox, trial_dir, config, result, judging
+                task, agent, runtime, sandbox, trial_dir, config, result, judging, handed
             )
             return result
         ctx = AgentContext(task, sandbox, agent_timeout, trial_dir / "agent", tools, injected)
@@ -403,12 +404,15 @@ async def _run_steps(
     config: TrialConfig,
     result: TrialResult,
     judging: Judging,
+    tools: ToolLink | None = None,
 ) -> Sandbox | None:
     """A multi-step task, as Harbor runs one: in the same sandbox, each step stages its
-    `workdir/` files (and runs their setup.sh), runs the agent on the step's prompt, and is
-    verified (shared, or in a separate verifier of its own); a step below its `min_reward`
-    ends the trial. The reward is the mean over the verified steps, per key (a key a step
-    did not report counts 0), or the last step's with `multi_step_reward_strategy = "final"`.
+    `workdir/` files (and runs their setup.sh), runs the agent on the step's prompt (with a
+    tool server of its own for an agent that uses tools, `tools` for the first step, closed
+    before the step is verified), and is verified (shared, or in a separate verifier of its
+    own); a step below its `min_reward` ends the trial. The reward is the mean over the
+    verified steps, per key (a key a step did not report counts 0), or the last step's with
+    `multi_step_reward_strategy = "final"`.
 
     A setup.sh that fails after the first step may have been broken by the agent's own
     earlier work: that step scores 0 and the trial ends, a model failure like any other.
@@ -436,11 +440,22 @@ async def _run_steps(
         timeout = part.config.agent.timeout_sec * config.agent_timeout_multiplier
         if config.max_agent_timeout_s is not None:
             timeout = min(timeout, config.max_agent_timeout_s)
-        ctx = AgentContext(part, current, timeout, step_dir / "agent", None)
         # The trial's agent and verifier timings span all steps: first start to last finish.
         agent_time, verifier_time = Timing(), Timing()
-        with timed(agent_time):
-            outcome = await _run_agent(agent, ctx)
+        try:
+            if agent.uses_tools and tools is None:
+                from bureau.trials.mcp_link import open_tool_link
+
+                tools = await open_tool_link(
+                    current, timeout_s=config.tool_server_timeout_s, groups=agent.tool_groups()
+                )
+            ctx = AgentContext(part, current, timeout, step_dir / "agent", tools, judging.faults)
+            with timed(agent_time):
+                outcome = await _run_agent(agent, ctx)
+        finally:
+            if tools is not None:  # nothing of the agent's may run while the verifier does
+                await tools.close()
+                tools = None
         _extend(result.agent_execution, agent_time)
         record["agent_metadata"] = dict(outcome.metadata)
         verifier_timeout = part.config.verifier.timeout_sec * config.verifier_timeout_multiplier

@@ -63,6 +63,10 @@ class TaskSpec:
     evidence: list[str] = field(default_factory=list)
     """The workspace files whose facts the answer needs (each read by the oracle), for the
     files-per-answer figure of the difficulty ladder; empty where a template does not say."""
+    steps: list[tuple[str, TaskSpec]] = field(default_factory=list)
+    """A multi-step task (Harbor's `[[steps]]`): each named step's own prompt, answer keys,
+    criteria and oracle, run in order in one sandbox; a later step works on what an earlier
+    one produced. The task's own question and criteria are then unused."""
     infeasible: bool = False
     """The files cannot support the asked answer: the rubric wants null and the reason
     (`unsupported`, `mentions`), and a made-up value scores nothing."""

@@ -139,6 +139,13 @@ def render_instruction(spec: TaskSpec, *, starter: bool = False) -> str:
     return "\n".join(parts)
 
 
+def task_instruction(spec: TaskSpec, *, starter: bool = False) -> str:
+    """What the agent is told over the whole task: the instruction, or each step's in order
+    (blank-line separated) for a multi-step task, as `checks.overlap` reads a built one."""
+    parts = [part for _, part in spec.steps] or [spec]
+    return "\n\n".join(render_instruction(part, starter=starter) for part in parts)
+
+
 def task_toml(task_id: str, spec: TaskSpec, ctx: WorldContext) -> dict[str, Any]:
     starter = ctx.difficulty == "starter"
     return {
@@ -203,17 +210,40 @@ def write_task_dir(
 ) -> None:
     """`shared` maps 'grader.pyz', 'oracle_lib.py' and 'solve.py' to files to link; `judged`
     adds the template's LLM-judge criteria (and says so in task.toml's metadata)."""
-    judge_criteria = spec.judged if judged else []
     config = task_toml(task_id, spec, ctx)
-    if judge_criteria:
-        config["metadata"]["judge_criteria"] = len(judge_criteria)
+    judges = sum(len(part.judged) for part in [spec, *(p for _, p in spec.steps)])
+    if judged and judges:
+        config["metadata"]["judge_criteria"] = judges
     starter = ctx.difficulty == "starter"
-    write_text(task_dir / "instruction.md", render_instruction(spec, starter=starter))
+    if spec.steps:
+        config["steps"] = [{"name": name} for name, _ in spec.steps]
     write_text(task_dir / "task.toml", tomli_w.dumps(config))
     write_text(task_dir / "environment" / "Dockerfile", dockerfile())
-    write_text(task_dir / "tests" / "Dockerfile", verifier_dockerfile())
     for rel in ctx.files:
         link_or_copy(ctx.workspace / rel, task_dir / "environment" / "workspace" / rel)
+    # A multi-step task: each step's prompt, verifier and oracle under steps/<name>/.
+    parts = [(task_dir / "steps" / name, part) for name, part in spec.steps] or [(task_dir, spec)]
+    for root, part in parts:
+        oracle = {"template": spec.template, **part.oracle}
+        if part is not spec:
+            oracle["step"] = root.name
+        offered = part.judged if judged else []
+        _write_part(root, task_id, part, oracle, shared, offered, starter=starter)
+
+
+def _write_part(
+    root: Path,
+    task_id: str,
+    spec: TaskSpec,
+    oracle: dict[str, Any],
+    shared: dict[str, Path],
+    judge_criteria: list[dict[str, Any]],
+    *,
+    starter: bool,
+) -> None:
+    """A task's (or one step's) instruction.md, tests/ and solution/ under `root`."""
+    write_text(root / "instruction.md", render_instruction(spec, starter=starter))
+    write_text(root / "tests" / "Dockerfile", verifier_dockerfile())
     all_criteria = [*spec.criteria, *judge_criteria]
     criteria = [{"id": f"c{i}", **c} for i, c in enumerate(all_criteria, start=1)]
     rubric = {
@@ -223,11 +253,10 @@ def write_task_dir(
         "gold": spec.gold,
         "criteria": criteria,
     }
-    write_text(task_dir / "tests" / "rubric.json", json.dumps(rubric, indent=2) + "\n")
-    write_text(task_dir / "tests" / "test.sh", TEST_SH, executable=True)
-    link_or_copy(shared["grader.pyz"], task_dir / "tests" / "grader.pyz")
-    write_text(task_dir / "solution" / "solve.sh", SOLVE_SH, executable=True)
-    link_or_copy(shared["solve.py"], task_dir / "solution" / "solve.py")
-    link_or_copy(shared["oracle_lib.py"], task_dir / "solution" / "oracle_lib.py")
-    params = {"template": spec.template, **spec.oracle}
-    write_text(task_dir / "solution" / "params.json", json.dumps(params, indent=2) + "\n")
+    write_text(root / "tests" / "rubric.json", json.dumps(rubric, indent=2) + "\n")
+    write_text(root / "tests" / "test.sh", TEST_SH, executable=True)
+    link_or_copy(shared["grader.pyz"], root / "tests" / "grader.pyz")
+    write_text(root / "solution" / "solve.sh", SOLVE_SH, executable=True)
+    link_or_copy(shared["solve.py"], root / "solution" / "solve.py")
+    link_or_copy(shared["oracle_lib.py"], root / "solution" / "oracle_lib.py")
+    write_text(root / "solution" / "params.json", json.dumps(oracle, indent=2) + "\n")

@@ -531,6 +531,140 @@ def _sow(f: ConsultingFacts, rng: random.Random, name: str, m: Milestone | None)
     )
 
 
+BILLING = "output/billing_plan.xlsx"
+
+
+def t_billing_plan(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Two steps in one sandbox: the fees in force in a workbook, then an invoice schedule
+    added to that workbook for the milestones it lists (the second step reads the first
+    step's sheet; the acceptance days come from the engagement calendar)."""
+    asked = [m for m in f.milestones if m.change_request and m.accepted_on]
+    if variant > 0 or len(asked) < 2 or any(m.accepted_on is None for m in f.milestones):
+        return None
+    client, cfo, firm = f.ctx.company, f"{f.cfo.name} ({f.cfo.title})", f.firm
+    last = max(f.milestones, key=lambda m: (m.accepted_on, m.number))
+    assert last.accepted_on is not None
+    rules = (
+        "Fees are those of the signed statement of work, changed only by change requests the "
+        "client sponsor approved in writing; drafts, notes and chat do not count."
+    )
+    first = phrasing(
+        rng,
+        [
+            f"{cfo} at {client} wants a billing plan for the engagement with {firm}. Start with "
+            "the fee of every milestone as it stands now. " + rules,
+            f"For {cfo} at {client}: begin a billing plan for the {firm} engagement with each "
+            "milestone's fee in force today. " + rules,
+        ],
+    )
+    second = phrasing(
+        rng,
+        [
+            f"Now add the invoice schedule to the billing plan in `{BILLING}`: for each "
+            "milestone of its Fees sheet, the day it is invoiced (the day its acceptance "
+            "meeting now takes place in the engagement milestones calendar) and the day "
+            "payment falls due under the statement of work. Keep the Fees sheet as it is.",
+            f"Next, extend your billing plan `{BILLING}` with the invoice schedule: every "
+            "milestone of the Fees sheet is invoiced on the day of its acceptance meeting as "
+            "the engagement milestones calendar now shows it, and payment is due as the "
+            "statement of work says. Leave the Fees sheet unchanged.",
+        ],
+    )
+    approved = [m for m in asked if m.revised_fee is not None]
+    rejected = [m for m in asked if m.revised_fee is None]
+    checked = [*approved[:1], *rejected[:1]] or asked[:2]
+    fees = _spec(
+        "billing_plan",
+        "deliverable",
+        "Billing plan: fees in force",
+        first,
+        {
+            "total_fees": "number, USD, all milestones at the fees in force",
+            "approved_change_requests": 'list of change request ids, e.g. ["CR-01"]',
+        },
+        [
+            file_exists(BILLING, "Produces the billing plan"),
+            *(
+                xlsx_cell(
+                    BILLING,
+                    "Fees",
+                    m.current_fee,
+                    f"States the fee in force for {m.name}",
+                    row_label=m.name,
+                    column="Fee",
+                )
+                for m in checked
+            ),
+            numeric("total_fees", sum(m.current_fee for m in f.milestones), "Totals the fees"),
+            entities("approved_change_requests", f.approved_crs, "Lists the approved requests"),
+        ],
+        {},
+        "",
+        deliverables={
+            BILLING: 'a workbook with a sheet named "Fees". Row 1 holds the headers "Milestone", '
+            '"No.", "Fee"; one row per milestone follows (its name in column A, the fee in USD '
+            "as a number)."
+        },
+        evidence=[SOW, *(m.cr_file for m in checked), *(m.decision_mail for m in checked)],
+    )
+    due = last.accepted_on + timedelta(days=30)
+    invoices = _spec(
+        "billing_plan",
+        "deliverable",
+        "Billing plan: invoice schedule",
+        second,
+        {
+            "last_invoice_date": "date, the last invoice of the plan",
+            "last_payment_due": "date, when that invoice must be paid",
+        },
+        [
+            xlsx_cell(
+                BILLING,
+                "Fees",
+                checked[0].current_fee,
+                "Keeps the Fees sheet",
+                row_label=checked[0].name,
+                column="Fee",
+            ),
+            *(
+                xlsx_cell(
+                    BILLING,
+                    "Invoices",
+                    m.accepted_on.isoformat(),
+                    f"Invoices {m.name} on its acceptance day",
+                    row_label=m.name,
+                    column="Invoice Date",
+                )
+                for m in checked
+                if m.accepted_on is not None
+            ),
+            text("last_invoice_date", last.accepted_on.isoformat(), "Finds the last invoice"),
+            text("last_payment_due", due.isoformat(), "Applies the payment terms"),
+        ],
+        {},
+        "",
+        deliverables={
+            BILLING: 'the same workbook with a second sheet named "Invoices". Row 1 holds the '
+            'headers "Milestone", "Invoice Date", "Payment Due"; one row per milestone of the '
+            "Fees sheet follows (its name in column A, dates as YYYY-MM-DD)."
+        },
+        evidence=[BILLING, MILESTONE_CALENDAR, SOW],
+    )
+    return _spec(
+        "billing_plan",
+        "deliverable",
+        "Billing plan: fees in force, then the invoice schedule",
+        first + "\n\n" + second,
+        {},
+        [],
+        {},
+        "plan",
+        deliverables={BILLING: "the billing plan workbook"},
+        evidence=[SOW, MILESTONE_CALENDAR],
+        steps=[("fees", fees), ("invoices", invoices)],
+    )
+
+
 def t_fee_change(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     if not f.approved_crs:
         return None
@@ -897,6 +1031,7 @@ TEMPLATES = [
     Template("consulting.sow_milestone_unsupported", "fact", t_sow_unsupported),
     Template("consulting.fee_change", "reconcile", t_fee_change, held_out=True),
     Template("consulting.milestone_invoice", "reconcile", t_milestone_invoice),
+    Template("consulting.billing_plan", "deliverable", t_billing_plan),
     Template("consulting.interview_budgets", "compute", t_interview_budgets, held_out=True),
     Template("consulting.segment_deck", "deliverable", t_deck_pptx),
     Template("consulting.survey_averages", "deliverable", t_survey_xlsx, held_out=True),

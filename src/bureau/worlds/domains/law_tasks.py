@@ -297,6 +297,147 @@ def t_termination_plan(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
     )
 
 
+PIPELINE = "output/renewal_pipeline.xlsx"
+
+
+def t_renewal_pipeline(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Two steps in one sandbox: a pipeline workbook from the register, then a sheet added to
+    that same workbook, summing the pipeline by governing law (the second step reads the
+    first step's deliverable, and a wrong pipeline carries into it)."""
+    values = sorted((c.annual_value for c in f.contracts), reverse=True)
+    cut = values[min(len(values) - 1, 2 + variant % 3)]
+    chosen = sorted(
+        (c for c in f.contracts if c.annual_value >= cut), key=lambda c: (-c.annual_value, c.cid)
+    )
+    if len(chosen) < 3 or len({c.annual_value for c in chosen}) < len(chosen):
+        return None
+    company, gc = f.ctx.company, f.gc.name
+    total = sum(c.annual_value for c in chosen)
+    by_law: dict[str, list[Contract]] = {}
+    for c in chosen:
+        by_law.setdefault(c.governing_law, []).append(c)
+    sums = {law: sum(c.annual_value for c in cs) for law, cs in by_law.items()}
+    largest = max(sums, key=lambda law: (sums[law], law))
+    if sorted(sums.values())[-2:].count(sums[largest]) > 1:
+        return None  # a tie: no single largest law
+    first = phrasing(
+        rng,
+        [
+            f"{gc} is planning the renewal round at {company}. Build the renewal pipeline: "
+            f"every contract in the contract register with an annual value of at least USD "
+            f"{cut:,}, largest first.",
+            f"For the renewal round at {company}, {gc} wants a pipeline of every contract in "
+            f"the contract register whose annual value is USD {cut:,} or more, sorted from the "
+            "largest annual value down.",
+        ],
+    )
+    second = phrasing(
+        rng,
+        [
+            f"Now {gc} wants the pipeline you built in `{PIPELINE}` broken down by the law that "
+            "governs each contract (as the contract register gives it). Add the breakdown to "
+            "that workbook; keep its Pipeline sheet as it is.",
+            f"Next, take the pipeline in your workbook `{PIPELINE}` and break it down by "
+            f"governing law (from the contract register) for {gc}. Add the breakdown to the "
+            "same workbook and leave its Pipeline sheet unchanged.",
+        ],
+    )
+    schedule = TaskSpec(
+        template="law.renewal_pipeline",
+        kind="deliverable",
+        title=f"Renewal pipeline over USD {cut:,}",
+        question=first,
+        answer_keys={
+            "count": "number of contracts in the pipeline",
+            "total_value": "number, their total annual value in USD",
+        },
+        deliverables={
+            PIPELINE: 'a workbook with a sheet named "Pipeline". Row 1 holds the headers '
+            '"Contract ID", "Counterparty", "Annual Value", "Expiry"; one row per contract '
+            "follows, largest annual value first (Contract ID in column A, annual value in "
+            "USD as a number, expiry as YYYY-MM-DD)."
+        },
+        criteria=[
+            file_exists(PIPELINE, "Produces the pipeline workbook"),
+            *(
+                xlsx_cell(
+                    PIPELINE,
+                    "Pipeline",
+                    c.annual_value,
+                    f"Lists {c.cid}",
+                    row_label=c.cid,
+                    column="Annual Value",
+                )
+                for c in chosen[:3]
+            ),
+            numeric("count", len(chosen), "Counts the pipeline"),
+            numeric("total_value", total, "Totals the pipeline"),
+        ],
+        gold={"count": len(chosen), "total_value": total},
+        oracle={"min_value": cut},
+        signature="",
+        evidence=[REGISTER],
+    )
+    laws = sorted(sums, key=lambda law: (-sums[law], law))
+    breakdown = TaskSpec(
+        template="law.renewal_pipeline",
+        kind="deliverable",
+        title="Renewal pipeline by governing law",
+        question=second,
+        answer_keys={
+            "largest_law": "string, the governing law with the largest total annual value",
+            "largest_law_value": "number, that law's total annual value in USD",
+        },
+        deliverables={
+            PIPELINE: 'the same workbook with a second sheet named "By Law". Row 1 holds the '
+            'headers "Governing Law", "Contracts", "Total Value"; one row per governing law of '
+            "the pipeline's contracts follows (the law in column A, the number of contracts "
+            "and their total annual value in USD as numbers)."
+        },
+        criteria=[
+            xlsx_cell(
+                PIPELINE,
+                "Pipeline",
+                chosen[0].annual_value,
+                "Keeps the Pipeline sheet",
+                row_label=chosen[0].cid,
+                column="Annual Value",
+            ),
+            *(
+                xlsx_cell(
+                    PIPELINE,
+                    "By Law",
+                    sums[law],
+                    f"Totals the {law} contracts",
+                    row_label=law,
+                    column="Total Value",
+                )
+                for law in laws[:2]
+            ),
+            text("largest_law", largest, "Names the largest law"),
+            numeric("largest_law_value", sums[largest], "States its total"),
+        ],
+        gold={"largest_law": largest, "largest_law_value": sums[largest]},
+        oracle={},
+        signature="",
+        evidence=[REGISTER, PIPELINE],
+    )
+    return TaskSpec(
+        template="law.renewal_pipeline",
+        kind="deliverable",
+        title=f"Renewal pipeline over USD {cut:,}, by governing law",
+        question=first + "\n\n" + second,
+        answer_keys={},
+        criteria=[],
+        gold={"pipeline": schedule.gold, "by_law": breakdown.gold},
+        oracle={"min_value": cut},
+        signature=f"pipeline:{cut}",
+        deliverables={PIPELINE: "the renewal pipeline workbook"},
+        evidence=[REGISTER],
+        steps=[("pipeline", schedule), ("by_law", breakdown)],
+    )
+
+
 def t_register_total(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     law = _pick(sorted({c.governing_law for c in f.contracts}), variant)
     year = rng.choice(sorted({c.expiry.year for c in f.contracts}))
@@ -708,6 +849,7 @@ TEMPLATES = [
     Template("law.expiring_schedule", "deliverable", t_expiring, held_out=True),
     Template("law.termination_memo", "deliverable", t_memo),
     Template("law.termination_plan", "reconcile", t_termination_plan),
+    Template("law.renewal_pipeline", "deliverable", t_renewal_pipeline),
     Template("law.starter_register_value", "fact", t_starter_register, ("starter",)),
     Template("law.starter_hearing_email", "reconcile", t_starter_hearing, ("starter",)),
 ]

@@ -314,6 +314,41 @@ def milestone_invoice(ws: Path, p: dict[str, Any]) -> None:
     )
 
 
+BILLING = "output/billing_plan.xlsx"
+
+
+def billing_plan(ws: Path, p: dict[str, Any]) -> None:
+    """Step `fees` writes the fees in force; step `invoices` reads the milestones back from
+    that sheet (the earlier step's deliverable) and adds the invoice schedule."""
+    if p["step"] == "fees":
+        fees, approved = _current_fees(ws)
+        names = [(r["Milestone"], int(r["No."])) for r in _milestones(ws)]
+        rows: list[list[Any]] = [[name, number, fees[name]] for name, number in names]
+        lib.write_table_xlsx(ws / BILLING, "Fees", ["Milestone", "No.", "Fee"], rows)
+        total = sum(fees[name] for name, _ in names)
+        lib.write_answer(ws, {"total_fees": total, "approved_change_requests": approved})
+        return
+    terms = lib.flat(lib.pdf_text(_one(ws, "statement_of_work*.pdf")))
+    days = int(lib.number_after(terms, "payable within"))
+    events = lib.ics_events(ws / "calendar" / "engagement_milestones.ics")
+    planned = lib.xlsx_records(ws / BILLING, "Fees")
+    wb = openpyxl.load_workbook(ws / BILLING)
+    sheet = wb.create_sheet("Invoices")
+    sheet.append(["Milestone", "Invoice Date", "Payment Due"])
+    schedule = []
+    for row in planned:
+        name = row["Milestone"]
+        day = next(e["start"] for e in events if e["SUMMARY"].endswith(f"({name})"))
+        due = day + timedelta(days=days)
+        sheet.append([name, lib.iso(day), lib.iso(due)])
+        schedule.append((day, due))
+    wb.save(ws / BILLING)
+    last = max(schedule)
+    lib.write_answer(
+        ws, {"last_invoice_date": lib.iso(last[0]), "last_payment_due": lib.iso(last[1])}
+    )
+
+
 def interview_budgets(ws: Path, p: dict[str, Any]) -> None:
     ivs = [i for i in _interviewees(ws) if i["segment"] == p["segment"]]
     lib.write_answer(
@@ -408,6 +443,7 @@ SOLVERS = {
     )
 }
 SOLVERS["consulting.sow_milestone_unsupported"] = sow_milestone
+SOLVERS["consulting.billing_plan"] = billing_plan
 
 
 def solve(params: dict[str, Any], workspace: Path) -> None:

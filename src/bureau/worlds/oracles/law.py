@@ -12,6 +12,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import openpyxl
 import oracle_lib as lib
 
 REGISTER = "contracts/contract_register.xlsx"
@@ -204,6 +205,42 @@ def termination_plan(ws: Path, p: dict[str, Any]) -> None:
     )
 
 
+PIPELINE = "output/renewal_pipeline.xlsx"
+
+
+def renewal_pipeline(ws: Path, p: dict[str, Any]) -> None:
+    """Step `pipeline` writes the workbook from the register; step `by_law` reads the
+    pipeline back from that workbook (the earlier step's deliverable) and adds a sheet."""
+    register = {r["Contract ID"]: r for r in _register(ws)}
+    if p["step"] == "pipeline":
+        rows = sorted(
+            (r for r in register.values() if r["Annual Value (USD)"] >= p["min_value"]),
+            key=lambda r: (-r["Annual Value (USD)"], r["Contract ID"]),
+        )
+        table = [
+            [r["Contract ID"], r["Counterparty"], r["Annual Value (USD)"], str(r["Expiry"])]
+            for r in rows
+        ]
+        header = ["Contract ID", "Counterparty", "Annual Value", "Expiry"]
+        lib.write_table_xlsx(ws / PIPELINE, "Pipeline", header, table)
+        total = sum(r["Annual Value (USD)"] for r in rows)
+        lib.write_answer(ws, {"count": len(rows), "total_value": total})
+        return
+    pipeline = lib.xlsx_records(ws / PIPELINE, "Pipeline")
+    sums: dict[str, list[float]] = {}
+    for row in pipeline:
+        law = register[row["Contract ID"]]["Governing Law"]
+        sums.setdefault(law, []).append(float(row["Annual Value"]))
+    wb = openpyxl.load_workbook(ws / PIPELINE)
+    sheet = wb.create_sheet("By Law")
+    sheet.append(["Governing Law", "Contracts", "Total Value"])
+    for law, values in sorted(sums.items(), key=lambda kv: (-sum(kv[1]), kv[0])):
+        sheet.append([law, len(values), sum(values)])
+    wb.save(ws / PIPELINE)
+    largest = max(sums, key=lambda law: (sum(sums[law]), law))
+    lib.write_answer(ws, {"largest_law": largest, "largest_law_value": sum(sums[largest])})
+
+
 def expiring_schedule(ws: Path, p: dict[str, Any]) -> None:
     rows = sorted(
         (r for r in _register(ws) if p["from"] <= str(r["Expiry"])[:10] <= p["to"]),
@@ -260,6 +297,7 @@ SOLVERS = {
     "law.expiring_schedule": expiring_schedule,
     "law.termination_memo": termination_memo,
     "law.termination_plan": termination_plan,
+    "law.renewal_pipeline": renewal_pipeline,
     "law.starter_register_value": starter_register_value,
     "law.starter_hearing_email": starter_hearing_email,
 }
