@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bureau.tasks.dataset import load_dataset
-from bureau.tasks.taskdir import TaskDir, load_task_dir
+from bureau.tasks.taskdir import load_task_dir
 from bureau.worlds.builder import BuildConfig, WorldPlan, plan_split, task_id, world_names
 from bureau.worlds.builder import world_tasks as generate_world_tasks
 from bureau.worlds.taskwriter import task_instruction
@@ -109,13 +109,6 @@ class OverlapReport:
         }
 
 
-def _prompts(task: TaskDir) -> str:
-    """The instruction, or each step's in order for a multi-step task."""
-    if not task.steps:
-        return task.instruction
-    return "\n\n".join(task.for_step(str(step["name"])).instruction for step in task.steps)
-
-
 def load_instructions(root: Path) -> list[Instruction]:
     """Every task's instruction, template and world names (a dataset folder or one task)."""
     if (root / "task.toml").is_file():
@@ -139,7 +132,7 @@ def load_instructions(root: Path) -> list[Instruction]:
             Instruction(
                 task.name,
                 template if isinstance(template, str) else "",
-                _prompts(task),
+                task.prompt,
                 names + extra,
             )
         )

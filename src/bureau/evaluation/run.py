@@ -136,6 +136,8 @@ class SeededAttempts(Agent):
     name = "harness"
     version = "1"
     uses_tools = True
+    supports_steps = True
+    """Each step of a multi-step task goes to the one harness agent of the attempt."""
 
     def __init__(
         self,
@@ -157,10 +159,12 @@ class SeededAttempts(Agent):
         return agent.trajectory() if agent is not None else None
 
     async def run(self, ctx: AgentContext) -> AgentResult:
-        index = self.started[ctx.task.name]
-        self.started[ctx.task.name] += 1
-        self._agent = self.make_agent(attempt_seed(self.base, ctx.task.name, index))
-        return await self._agent.run(ctx)
+        agent: Agent | None = getattr(self, "_agent", None)
+        if agent is None:  # the attempt's first (or only) step
+            index = self.started[ctx.task.name]
+            self.started[ctx.task.name] += 1
+            agent = self._agent = self.make_agent(attempt_seed(self.base, ctx.task.name, index))
+        return await agent.run(ctx)
 
 
 @dataclass

@@ -98,6 +98,15 @@ class TaskDir:
         )
 
     @property
+    def prompt(self) -> str:
+        """What the agent is told over the whole task: the instruction, or each step's in
+        order, blank-line separated, for a multi-step task."""
+        if not self.steps:
+            return self.instruction
+        names = [str(step.get("name", "")) for step in self.steps]
+        return "\n\n".join(self.for_step(name).instruction for name in names)
+
+    @property
     def min_reward(self) -> float | dict[str, float] | None:
         """A step's threshold: below it, the remaining steps do not run (Harbor's rule)."""
         value = self.step_settings.get("min_reward")

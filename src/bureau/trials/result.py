@@ -119,7 +119,7 @@ def task_checksum(task_dir: Path) -> str:
     for rel in ("task.toml", "instruction.md"):
         path = task_dir / rel
         digest.update(rel.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
-    for folder in ("tests", "solution"):
+    for folder in ("tests", "solution", "steps"):  # steps/: a multi-step task's prompts
         for path in sorted((task_dir / folder).rglob("*")):
             if path.is_file():
                 digest.update(str(path.relative_to(task_dir)).encode() + b"\0" + path.read_bytes())
