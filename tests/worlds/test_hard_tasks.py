@@ -24,7 +24,7 @@ import pytest
 from bureau.checks.offline import check_tasks, grade_workspace, run_oracle
 from bureau.sandbox import get_runtime
 from bureau.tasks.dataset import validate_dataset
-from bureau.tasks.taskdir import load_task_dir
+from bureau.tasks.taskdir import load_task_dir, read_prompt
 from bureau.trials.agents import NopAgent, OracleAgent
 from bureau.trials.trial import run_trial
 from bureau.worlds.builder import MANIFEST, BuildConfig, build_split
@@ -184,6 +184,8 @@ def test_a_multi_step_task_builds_on_its_first_step(
         assert not (task_dir / "instruction.md").exists()  # each step has its own prompt
         second = (task_dir / "steps" / names[1] / "instruction.md").read_text()
         assert re.search(r"`output/\w+\.xlsx`", second), second  # the first step's workbook
+        prompt = load_task_dir(task_dir).prompt  # every step's, in order
+        assert prompt == read_prompt(task_dir) and prompt.endswith(second)
     dirs = [out / t["path"] for t in multi]
     for mode, expected in (("oracle", 1.0), ("empty", 0.0)):
         outcomes = check_tasks(dirs, mode, jobs=1)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from typing import Any
 
 from bureau.loop.config import TaskFilter
 from bureau.loop.rollout import TaskRef
-from bureau.tasks.taskdir import load_task_dir
+from bureau.tasks.taskdir import read_prompt
 
 
 def load_tasks(root: Path, selection: TaskFilter | None = None) -> list[TaskRef]:
@@ -56,7 +56,7 @@ def trained_on(eval_tasks: Sequence[TaskRef], train_tasks: Sequence[TaskRef]) ->
     task's instruction word for word (whitespace aside)."""
 
     def text(task: TaskRef) -> str:
-        return " ".join(load_task_dir(Path(task.path)).prompt.split())
+        return " ".join(read_prompt(Path(task.path)).split())
 
     paths = {t.path for t in train_tasks}
     instructions = {text(t) for t in train_tasks}

@@ -198,6 +198,23 @@ def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDi
     )
 
 
+def read_prompt(path: Path) -> str:
+    """`TaskDir.prompt` without loading (or validating) the task: its instruction.md, or each
+    step's in order when task.toml lists `[[steps]]`."""
+    import tomllib
+
+    config = path / CONFIG_FILE
+    steps = (
+        tomllib.loads(config.read_text(encoding="utf-8")).get("steps") if config.is_file() else None
+    )
+    if not isinstance(steps, list) or not steps:
+        return (path / INSTRUCTION_FILE).read_text(encoding="utf-8")
+    names = [str(step.get("name", "")) for step in steps if isinstance(step, dict)]
+    return "\n\n".join(
+        (path / "steps" / name / INSTRUCTION_FILE).read_text(encoding="utf-8") for name in names
+    )
+
+
 def steps_of(config: TaskConfig) -> list[dict[str, Any]]:
     steps = (config.model_extra or {}).get("steps")
     return [step for step in steps if isinstance(step, dict)] if isinstance(steps, list) else []
