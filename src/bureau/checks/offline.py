@@ -25,7 +25,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -37,6 +36,7 @@ from typing import Literal
 from bureau.grading.grader import grade
 from bureau.grading.rubric import load_rubric
 from bureau.tasks.reward import read_reward
+from bureau.tasks.taskdir import step_names
 
 AnswerMode = Literal["oracle", "empty"]
 SCRIPT_TIMEOUT_S = 300.0
@@ -132,9 +132,7 @@ def grade_workspace(
 
 def _parts(task_dir: Path) -> list[Path]:
     """The task's own folder, or its steps' folders in order (`[[steps]]` in task.toml)."""
-    config = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
-    steps = config.get("steps") or []
-    return [task_dir / "steps" / str(step["name"]) for step in steps] or [task_dir]
+    return [task_dir / "steps" / name for name in step_names(task_dir)] or [task_dir]
 
 
 def check_task(task_dir: Path, mode: AnswerMode) -> TaskOutcome:

@@ -198,18 +198,26 @@ def load_task_dir(path: Path | str, *, require_solution: bool = False) -> TaskDi
     )
 
 
-def read_prompt(path: Path) -> str:
-    """`TaskDir.prompt` without loading (or validating) the task: its instruction.md, or each
-    step's in order when task.toml lists `[[steps]]`."""
+def step_names(path: Path) -> list[str]:
+    """The `[[steps]]` names of the task at `path`, in order, read from task.toml without
+    loading (or validating) the task; empty for a single-step task."""
     import tomllib
 
     config = path / CONFIG_FILE
     steps = (
         tomllib.loads(config.read_text(encoding="utf-8")).get("steps") if config.is_file() else None
     )
-    if not isinstance(steps, list) or not steps:
+    if not isinstance(steps, list):
+        return []
+    return [str(step.get("name", "")) for step in steps if isinstance(step, dict)]
+
+
+def read_prompt(path: Path) -> str:
+    """`TaskDir.prompt` without loading the task: its instruction.md, or each step's in
+    order when task.toml lists `[[steps]]`."""
+    names = step_names(path)
+    if not names:
         return (path / INSTRUCTION_FILE).read_text(encoding="utf-8")
-    names = [str(step.get("name", "")) for step in steps if isinstance(step, dict)]
     return "\n\n".join(
         (path / "steps" / name / INSTRUCTION_FILE).read_text(encoding="utf-8") for name in names
     )
