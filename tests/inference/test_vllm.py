@@ -35,6 +35,7 @@ from bureau.inference.vllm import (
     VLLMServerConfig,
     check_weights_dir,
     find_vllm_python,
+    inductor_cache_dir,
 )
 from bureau.sandbox import cleanup
 from fixture_support import live_in_group
@@ -54,7 +55,7 @@ port = int(args[args.index("--port") + 1])
 mode = os.environ.get("FAKE_VLLM_MODE", "serve")
 child = subprocess.Popen(["sleep", "300"])  # stands for vLLM's engine-core process
 record = {"argv": args, "child": child.pid,
-          "env": {k: v for k, v in os.environ.items() if k.startswith(("HF_", "VLLM_", "TMPDIR"))}}
+          "env": {k: v for k, v in os.environ.items() if k.startswith(("HF_", "VLLM_", "TMPDIR", "TORCHINDUCTOR_"))}}
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as fh:
     json.dump(record, fh)
 if mode == "crash":
@@ -190,6 +191,10 @@ def test_server_launch_command_environment_and_group_stop(
         assert scratch is not None and scratch.is_dir()
         assert seen["env"]["VLLM_RPC_BASE_PATH"] == str(scratch)  # its sockets go there
         assert seen["env"]["TMPDIR"] == str(scratch)
+        # torch's compiled kernels stay in its shared cache, not in the scratch folder that
+        # goes with the server: the next server reuses them
+        assert seen["env"]["TORCHINDUCTOR_CACHE_DIR"] == inductor_cache_dir()
+        assert not inductor_cache_dir().startswith(str(scratch))
         assert server.base_url == f"http://127.0.0.1:{server.port}"
         pid = server.pid
         assert pid is not None and _pid_alive(seen["child"], settle_s=0)

@@ -18,10 +18,13 @@ strings; bureau writes the integer as decimal digits, which is what `EngineClien
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
+import re
 import struct
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -146,10 +149,26 @@ class VLLMServer(ManagedServer):
         )
         if self.scratch is not None:
             # Its ZeroMQ sockets and torch.distributed init files, which a killed server leaves
-            # behind, go with the scratch folder.
+            # behind, go with the scratch folder. The kernels torch compiles for vLLM's sampler
+            # and logprobs (even with --enforce-eager) stay in torch's own cache, which would
+            # otherwise move into the scratch folder with TMPDIR: every start compiled them
+            # again (about 9 s of g++ each, on the first request).
+            env.setdefault("TORCHINDUCTOR_CACHE_DIR", inductor_cache_dir())
             env["VLLM_RPC_BASE_PATH"] = env["TMPDIR"] = str(self.scratch)
         env.update(self.config.env)
         return env
+
+
+def inductor_cache_dir() -> str:
+    """Torch Inductor's default cache folder (`torchinductor_<user>` in the temporary folder),
+    computed here so that a child whose TMPDIR is elsewhere keeps using it."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}"
+    return os.path.join(
+        tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)
+    )
 
 
 def check_weights_dir(weights_dir: Path) -> list[Path]:
