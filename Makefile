@@ -43,6 +43,8 @@ unit: $(STAMP)
 harbor-venv:
 	@$(PYTHON) tests/integrations/harbor_venv.py >/dev/null || echo "harbor-venv: not built (see above); the Harbor interop test builds it or says why not"
 
+# Also writes tests/cpu-seconds.json: each file's CPU seconds (its test process and the processes
+# it waited for), which says where the time goes when both cores are busy.
 durations: $(STAMP)
 	BUREAU_RECORD_DURATIONS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
 

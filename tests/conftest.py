@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import resource
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -102,19 +103,53 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 
 _measured: dict[str, float] = {}
+_cpu: dict[str, float] = {}
+CPU_SECONDS = DURATIONS.with_name("cpu-seconds.json")
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of every child it (or a child of it) has waited for."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if os.environ.get("BUREAU_RECORD_DURATIONS"):
+        spent = _cpu_seconds() - getattr(item, "_bureau_cpu_mark", _cpu_seconds())
+        item._bureau_cpu_mark = _cpu_seconds()  # type: ignore[attr-defined]
+        report.user_properties.append(("cpu_s", spent))
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if os.environ.get("BUREAU_RECORD_DURATIONS"):
+        item._bureau_cpu_mark = _cpu_seconds()  # type: ignore[attr-defined]
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     file = report.nodeid.split("::", 1)[0]
     _measured[file] = _measured.get(file, 0.0) + report.duration
+    for key, value in report.user_properties:
+        if key == "cpu_s":
+            _cpu[file] = _cpu.get(file, 0.0) + float(value)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """With BUREAU_RECORD_DURATIONS set (`make durations`), write each file's seconds (setup,
-    call and teardown of its tests) to `durations.json`, for the order above."""
+    call and teardown of its tests) to `durations.json`, for the order above, and the CPU
+    seconds its tests spent to `cpu-seconds.json`: the test process's and those of the
+    processes it started and waited for (not Ray's actors, which the raylet starts)."""
     if os.environ.get("BUREAU_RECORD_DURATIONS") and not hasattr(session.config, "workerinput"):
         ranked = sorted(_measured.items(), key=lambda kv: -kv[1])
         DURATIONS.write_text(json.dumps({f: round(s, 1) for f, s in ranked}, indent=1) + "\n")
+        spent = sorted(_cpu.items(), key=lambda kv: -kv[1])
+        CPU_SECONDS.write_text(json.dumps({f: round(s, 1) for f, s in spent}, indent=1) + "\n")
 
 
 # 2 layers, hidden 64: about 20M parameters, almost all of them the 151,936-row embeddings.
