@@ -55,7 +55,8 @@ port = int(args[args.index("--port") + 1])
 mode = os.environ.get("FAKE_VLLM_MODE", "serve")
 child = subprocess.Popen(["sleep", "300"])  # stands for vLLM's engine-core process
 record = {"argv": args, "child": child.pid,
-          "env": {k: v for k, v in os.environ.items() if k.startswith(("HF_", "VLLM_", "TMPDIR", "TORCHINDUCTOR_"))}}
+          "env": {k: v for k, v in os.environ.items()
+                  if k.startswith(("HF_", "VLLM_", "TMPDIR", "TORCHINDUCTOR_"))}}
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as fh:
     json.dump(record, fh)
 if mode == "crash":
