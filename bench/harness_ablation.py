@@ -12,6 +12,15 @@ setting, and the paired per-task difference against all-on with its bootstrap in
 
 Layout-aware PDF reading has no switch yet: the tool server reads every PDF layout-aware.
 
+With `--explorer`, the policy is the scripted explorer (`bureau.bootstrap.explorer`) instead of
+a model: on standard and hard tasks it searches and reads far more than the tiny CPU policy,
+so the fixes have something to act on. Printed per setting: how often each fix acted, the
+explorer's mean reward and tool calls, and its stop reasons. (`--model` then only gives the
+tokenizer; `--per-template` picks the tasks.)
+
+    .venv/bin/python bench/harness_ablation.py --explorer --model MODEL \
+        --tasks /tmp/eval-hard --per-template 2
+
     make demo   # the bootstrapped and RL-trained CPU policy, and its held-out worlds
     .venv/bin/python bench/harness_ablation.py --model runs/demo/rl/run/weights \\
         --tasks runs/demo/rl/eval --template law.starter_register_value \\
@@ -57,24 +66,17 @@ def base_harness(path: Path | None) -> HarnessConfig:
 
 
 def fixes_acted(parquet: Path) -> dict[str, int]:
-    """How often each fix had something to act on: unparsable tool calls (each answered with
-    a correction when regeneration is on), tool results past the limit, context notices."""
+    """How often each fix had something to act on, over a run's trajectories
+    (`bureau.harness.loop.harness_events`)."""
+    from bureau.harness.loop import harness_events
     from bureau.records import read_parquet
 
     records = read_parquet(parquet)
-    notice = "Notice: only about"
-    return {
-        "trajectories": len(records),
-        "unparsable calls": sum(1 for r in records for t in r.turns if t.parse_error),
-        "ended on unparsable calls": sum(r.stop_reason == "parse_failures" for r in records),
-        "truncated results": sum(1 for r in records for c in r.tool_calls if c.truncated),
-        "context notices": sum(
-            1
-            for r in records
-            for m in r.messages
-            if m.get("role") == "user" and str(m.get("content", "")).startswith(notice)
-        ),
-    }
+    totals = {"trajectories": len(records)}
+    for record in records:
+        for name, count in harness_events(record).items():
+            totals[name] = totals.get(name, 0) + count
+    return totals
 
 
 def graded(rows: list[AttemptRow], field: str) -> list[tuple[str, float]]:
@@ -95,7 +97,12 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/harness-ablation"))
+    parser.add_argument("--explorer", action="store_true", help="The scripted explorer.")
+    parser.add_argument("--per-template", type=int, default=2, help="With --explorer.")
     args = parser.parse_args()
+    if args.explorer:
+        explorer_ablation(args)
+        return
     tasks = [
         t
         for t in load_eval_tasks(args.tasks)
@@ -143,6 +150,58 @@ def main() -> None:
     for name, r in results.items():
         acted = ", ".join(f"{k} {v}" for k, v in r["fixes_acted"].items())
         print(f"{name}: {acted}")
+    print(f"{args.out / 'ablation.json'} written")
+
+
+def explorer_ablation(args: argparse.Namespace) -> None:
+    """Each setting with the scripted explorer on up to `--per-template` tasks per template."""
+    from collections import Counter
+
+    from bureau.bootstrap.explorer import explore
+    from bureau.tasks.taskdir import step_names
+
+    manifest = json.loads((args.tasks / "bureau-dataset.json").read_text())
+    taken: Counter[str] = Counter()
+    paths = []
+    for task in manifest["tasks"]:
+        template = task["template"]
+        if args.template and template not in args.template:
+            continue
+        if taken[template] < args.per_template and not step_names(args.tasks / task["path"]):
+            taken[template] += 1
+            paths.append(args.tasks / task["path"])
+    base = base_harness(args.harness).model_copy(update={"max_turns": 150})
+    results: dict[str, Any] = {}
+    for name, harness in settings_of(base).items():
+        started = time.perf_counter()
+        out = args.out / name.replace(" ", "-")
+        rows = explore(paths, args.model, harness, out, concurrency=args.concurrency)
+        ran = [r for r in rows if not r.system_error]
+        results[name] = {
+            "tasks": len(rows),
+            "system_errors": len(rows) - len(ran),
+            "mean_reward": sum(r.reward or 0.0 for r in ran) / max(1, len(ran)),
+            "mean_tool_calls": sum(r.tool_calls for r in ran) / max(1, len(ran)),
+            "evidence_read": sum(r.evidence_read for r in ran)
+            / max(1, sum(r.evidence for r in ran)),
+            "stop_reasons": dict(Counter(str(r.stop_reason) for r in ran).most_common()),
+            "longest_trajectory_tokens": max((r.trajectory_tokens for r in ran), default=0),
+            "fixes_acted": fixes_acted(out / "trajectories.parquet"),
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ablation.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(
+        "| setting | tasks | mean reward | tool calls | evidence read | stop reasons "
+        "| fixes acted |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, r in results.items():
+        acted = ", ".join(f"{k} {v}" for k, v in r["fixes_acted"].items() if k != "trajectories")
+        print(
+            f"| {name} | {r['tasks']} | {r['mean_reward']:.3f} | {r['mean_tool_calls']:.1f} "
+            f"| {r['evidence_read']:.2f} | {r['stop_reasons']} | {acted} |"
+        )
     print(f"{args.out / 'ablation.json'} written")
 
 

@@ -17,6 +17,7 @@ import random
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bureau.bootstrap.config import Mistake, MistakeRates
 from bureau.bootstrap.teacher import TaskView, Teacher
@@ -31,10 +32,17 @@ TEACHER_MODEL = "scripted-teacher"
 TEACHER_VERSION = 0
 
 
+class Script(Protocol):
+    """What a sampler asks of a scripted agent: the next assistant text, given the text the
+    harness appended since the previous turn (None before the first)."""
+
+    def next_turn(self, observation: str | None) -> str: ...
+
+
 class ScriptedSampler:
     """A `Sampler` whose every turn is the teacher's; see the module docstring."""
 
-    def __init__(self, renderer: Renderer, teacher: Teacher) -> None:
+    def __init__(self, renderer: Renderer, teacher: Script) -> None:
         self.renderer = renderer
         self.teacher = teacher
         self.emitted: list[list[int]] = []

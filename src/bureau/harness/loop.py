@@ -129,11 +129,31 @@ def correction(error: str) -> str:
     )
 
 
+CONTEXT_NOTICE_START = "Notice: only about"
+
+
 def context_notice(remaining: int) -> str:
     return (
-        f"Notice: only about {remaining} tokens of context remain. Stop exploring and give "
+        f"{CONTEXT_NOTICE_START} {remaining} tokens of context remain. Stop exploring and give "
         "your final answer now, in the form the task asks for."
     )
+
+
+def harness_events(record: TrajectoryRecord) -> dict[str, int]:
+    """How often each harness fix had something to act on in one trajectory: unparsable tool
+    calls (each answered with a correction when regeneration is on), whether it ended on them,
+    tool results past the output limit, and context notices given."""
+    return {
+        "unparsable calls": sum(1 for t in record.turns if t.parse_error),
+        "ended on unparsable calls": int(record.stop_reason == "parse_failures"),
+        "truncated results": sum(1 for c in record.tool_calls if c.truncated),
+        "context notices": sum(
+            1
+            for m in record.messages
+            if m.get("role") == "user"
+            and str(m.get("content", "")).startswith(CONTEXT_NOTICE_START)
+        ),
+    }
 
 
 class Episode:
