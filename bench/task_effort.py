@@ -9,7 +9,7 @@ order), two figures (see `bureau.checks.oracle_reads` and `bureau.bootstrap.expl
   content search, reads by type) in a real sandboxed trial with the harness given, and the files
   it reads. Its reward is printed: it writes the answer keys, not file deliverables.
 
-Multi-step tasks are counted for files but not explored (the explorer plays one step).
+Multi-step tasks are listed but neither traced nor explored (the explorer plays one step).
 
     .venv/bin/python -m bureau.cli.main worlds build --split eval --out /tmp/eval-std
     .venv/bin/python bench/task_effort.py /tmp/eval-std --model MODEL --per-template 3
@@ -33,6 +33,7 @@ from typing import Any
 from bureau.bootstrap.explorer import explore
 from bureau.checks.oracle_reads import needed_files, trace_reads
 from bureau.harness.loop import HarnessConfig
+from bureau.tasks.taskdir import step_names
 
 
 def sample(dataset: Path, per_template: int, templates: list[str] | None) -> list[dict[str, Any]]:
@@ -50,6 +51,8 @@ def sample(dataset: Path, per_template: int, templates: list[str] | None) -> lis
 
 
 def files_of(path: str) -> dict[str, Any]:
+    if step_names(Path(path)):
+        return {"opened": None, "needed": []}  # see the module docstring
     opened = trace_reads(Path(path)).files
     return {"opened": len(opened), "needed": needed_files(Path(path), opened)}
 
@@ -85,6 +88,12 @@ def main() -> None:
     oracle_s = time.perf_counter() - started
     harness = HarnessConfig(max_turns=args.max_turns)
     started = time.perf_counter()
+    # The explorer's targets: the files the answer needs, or for a task the files cannot
+    # support (whose null answer needs none), the files its spec says to check.
+    targets = {
+        f"bureau/{t['task_id']}": files[t["task_id"]]["needed"] or list(t.get("evidence") or [])
+        for t in tasks
+    }
     rows = explore(
         [args.dataset / t["path"] for t in tasks],
         args.model,
@@ -92,6 +101,7 @@ def main() -> None:
         args.out,
         isolation=args.isolation,
         concurrency=args.concurrency,
+        evidence=targets,
     )
     explore_s = time.perf_counter() - started
     explored = {r.task.removeprefix("bureau/"): r for r in rows}
@@ -111,7 +121,7 @@ def main() -> None:
         line = {
             "tasks": len(items),
             "needed": [len(i["needed"]) for i in items],
-            "opened": [i["opened"] for i in items],
+            "opened": [i["opened"] for i in items if i["opened"] is not None],
             "calls": [r.tool_calls for r in ran],
             "read": [r.files_read for r in ran],
             "reward": [r.reward or 0.0 for r in ran],

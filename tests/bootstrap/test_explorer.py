@@ -86,21 +86,30 @@ def test_the_explorer_stops_once_every_needed_file_is_read() -> None:
     assert "<tool_call>" not in turns[-1]
 
 
-def test_needed_files_are_the_specs_evidence_and_fewer_than_the_oracle_opens(
+def test_needed_files_are_fewer_than_the_oracle_opens(
     built: tuple[Path, list[dict[str, Any]]],
 ) -> None:
+    """The long-horizon templates need three or four files of as many kinds; the law one
+    exactly the four its spec lists. (The others' specs list a file the answer can do without:
+    a rejected change request's decision email, since without an approval nothing changes; a
+    model whose figure the board deck repeats.)"""
     out, tasks = built
     for task in (t for t in tasks if t["template"] in LONG):
         opened = trace_reads(out / task["path"]).files
-        assert set(task["evidence"]) <= set(opened)
-        assert needed_files(out / task["path"], opened) == sorted(task["evidence"])
-    # An oracle that reads every mail for the latest word needs one of them.
+        needed = needed_files(out / task["path"], opened)
+        assert set(needed) <= set(opened)
+        assert len(needed) >= 3 and len({Path(f).suffix for f in needed}) >= 3, needed
+        if task["template"] == "law.termination_plan":
+            assert needed == sorted(task["evidence"])
+    # An oracle that reads the mail for the latest word on a contract needs one message.
     scanning = [t for t in tasks if t["template"] == "law.notice_current"]
     assert scanning, sorted({t["template"] for t in tasks})
     opened = trace_reads(out / scanning[0]["path"]).files
     needed = needed_files(out / scanning[0]["path"], opened)
-    mails = [f for f in needed if f.startswith("mail/")]
-    assert len(mails) == 1 and sum(f.startswith("mail/") for f in opened) > 5, (needed, opened)
+    assert sum(f.startswith("mail/") for f in needed) == 1 and len(opened) > len(needed), (
+        needed,
+        opened,
+    )
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
@@ -113,10 +122,10 @@ def test_the_explorer_finds_and_reads_the_evidence_in_a_sandboxed_trial(
         [out / t["path"] for t in chosen], tiny_model, HarnessConfig(max_turns=80), tmp_path,
         concurrency=2,
     )  # fmt: skip
-    assert len(rows) == len(chosen) == 3
+    assert len(rows) == len(chosen) >= 3
     for row in rows:
-        assert row.system_error is None, row
-        assert row.evidence == row.evidence_read == 4, row
+        assert not row.system_error, row
+        assert row.evidence == row.evidence_read >= 3, row
         assert row.tool_calls >= row.files_read + 2 >= 6, row  # the tree and a search at least
         assert row.reward == 1.0, row  # the answer keys, written after the reads
         assert row.stop_reason == "answered", row

@@ -236,7 +236,7 @@ class Exploration:
     files_read: int
     tool_calls: int
     reward: float | None
-    system_error: str | None
+    system_error: bool
     stop_reason: str | None
     truncated_outputs: int
     context_notices: int
@@ -253,14 +253,16 @@ def explore(
     isolation: str = "bwrap",
     concurrency: int = 2,
     agent_timeout_s: float = 1800.0,
+    evidence: dict[str, list[str]] | None = None,
 ) -> list[Exploration]:
-    """Trace each task's oracle for its evidence, then run the explorer on every task as a real
-    trial (sandbox, MCP tool servers, verifier) with `harness`; `model` gives the tokenizer.
+    """Run the explorer on every task as a real trial (sandbox, MCP tool servers, verifier)
+    with `harness`; `model` gives the tokenizer. Its targets are `evidence` (task name ->
+    files), by default the files each task's oracle needs (`needed_files`).
     Multi-step tasks are left out (the explorer plays one step). Records go to
     `out/trajectories.parquet`, one row per task to `out/explorations.jsonl`."""
     from transformers import AutoTokenizer
 
-    from bureau.checks.oracle_reads import trace_reads
+    from bureau.checks.oracle_reads import needed_files
     from bureau.harness.loop import harness_events
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
@@ -269,7 +271,7 @@ def explore(
     from bureau.trials.trial import TrialConfig
 
     loaded = [load_task_dir(p) for p in tasks if not step_names(p)]
-    evidence = {t.name: trace_reads(t.path).files for t in loaded}
+    targets = evidence if evidence is not None else {t.name: needed_files(t.path) for t in loaded}
     tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
     runtime = get_runtime("local", isolation=isolation)
@@ -278,7 +280,7 @@ def explore(
     async def main() -> list[Any]:
         return await run_attempts(
             loaded,
-            lambda: ExplorerAgent(renderer, harness, evidence),
+            lambda: ExplorerAgent(renderer, harness, targets),
             runtime,
             out / "trials",
             trial_config=TrialConfig(max_agent_timeout_s=agent_timeout_s),

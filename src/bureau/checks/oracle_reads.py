@@ -85,7 +85,8 @@ def trace_reads(task_dir: Path, workspace: Path | None = None) -> OracleReads:
             if solver is None:
                 raise ValueError(f"{part}: no solution/solve.py with solve(params, workspace)")
             params = json.loads((part / "solution" / "params.json").read_text())
-            _local.seen = seen = set()
+            seen: set[str] = set()
+            _local.seen = seen
             try:
                 solver.solve(params, workspace)
             finally:
