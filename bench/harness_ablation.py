@@ -158,7 +158,7 @@ def explorer_ablation(args: argparse.Namespace) -> None:
     from collections import Counter
 
     from bureau.bootstrap.explorer import explore
-    from bureau.checks.oracle_reads import needed_files
+    from bureau.checks.oracle_reads import task_targets
     from bureau.tasks.taskdir import step_names
 
     manifest = json.loads((args.tasks / "bureau-dataset.json").read_text())
@@ -172,7 +172,7 @@ def explorer_ablation(args: argparse.Namespace) -> None:
             taken[template] += 1
             paths.append(args.tasks / task["path"])
     base = base_harness(args.harness).model_copy(update={"max_turns": 150})
-    evidence = {f"bureau/{p.name}": needed_files(p) for p in paths}
+    evidence = {f"bureau/{p.name}": task_targets(p) for p in paths}
     results: dict[str, Any] = {}
     for name, harness in settings_of(base).items():
         started = time.perf_counter()

@@ -52,9 +52,10 @@ def sample(dataset: Path, per_template: int, templates: list[str] | None) -> lis
 
 def files_of(path: str) -> dict[str, Any]:
     if step_names(Path(path)):
-        return {"opened": None, "needed": []}  # see the module docstring
+        return {"opened": None, "needed": [], "opened_files": []}  # see the module docstring
     opened = trace_reads(Path(path)).files
-    return {"opened": len(opened), "needed": needed_files(Path(path), opened)}
+    needed = needed_files(Path(path), opened)
+    return {"opened": len(opened), "needed": needed, "opened_files": opened}
 
 
 def spread(values: list[float]) -> str:
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="Processes for the oracle runs.")
     parser.add_argument("--concurrency", type=int, default=2, help="Explorer trials at once.")
     parser.add_argument("--max-turns", type=int, default=150)
+    parser.add_argument("--context-length", type=int, default=262144)
     parser.add_argument("--isolation", default="bwrap")
     parser.add_argument("--out", type=Path, default=Path("runs/task-effort"))
     args = parser.parse_args()
@@ -86,12 +88,18 @@ def main() -> None:
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         files = dict(zip([t["task_id"] for t in tasks], pool.map(files_of, paths), strict=True))
     oracle_s = time.perf_counter() - started
-    harness = HarnessConfig(max_turns=args.max_turns)
+    # A context the exploration never runs out of: the figure is what finding the files takes,
+    # not what fits in 32k tokens (`bench/harness_ablation.py --explorer` keeps the default).
+    harness = HarnessConfig(
+        max_turns=args.max_turns, context_length=args.context_length, max_tokens=args.context_length
+    )
     started = time.perf_counter()
-    # The explorer's targets: the files the answer needs, or for a task the files cannot
-    # support (whose null answer needs none), the files its spec says to check.
+    # The explorer's targets (`task_targets`): the files the answer needs, or when no single
+    # file is (a fact repeated elsewhere; a null answer to what the files cannot support), the
+    # files the oracle opens.
     targets = {
-        f"bureau/{t['task_id']}": files[t["task_id"]]["needed"] or list(t.get("evidence") or [])
+        f"bureau/{t['task_id']}": files[t["task_id"]]["needed"]
+        or files[t["task_id"]]["opened_files"]
         for t in tasks
     }
     rows = explore(

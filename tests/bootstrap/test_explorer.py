@@ -133,3 +133,27 @@ def test_the_explorer_finds_and_reads_the_evidence_in_a_sandboxed_trial(
         json.loads(line) for line in (tmp_path / "explorations.jsonl").read_text().splitlines()
     ]
     assert [w["task"] for w in written] == [r.task for r in rows]
+
+
+def test_the_gold_answer_of_an_infeasible_task_is_null_with_its_reason(
+    built: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A task the files cannot support: the teacher's view reads its `unsupported` and
+    `mentions` criteria, and the answer built from them (null, and a reason naming each term)
+    passes the task's rubric."""
+    from bureau.bootstrap.teacher import gold_answer
+    from bureau.checks.offline import grade_workspace
+
+    out, tasks = built
+    infeasible = [t for t in tasks if t["infeasible"]]
+    assert infeasible, sorted({t["template"] for t in tasks})
+    for task in infeasible:
+        folder = out / task["path"]
+        view = TaskView.from_task_dir(folder, task["task_id"], "")
+        answer = gold_answer(view.criteria)
+        assert None in answer.values() and isinstance(answer["unsupported_reason"], str)
+        workspace = tmp_path / task["task_id"]
+        (workspace / "output").mkdir(parents=True)
+        (workspace / "output" / "answer.json").write_text(json.dumps(answer))
+        reward, passed, failed = grade_workspace(folder, workspace, tmp_path / "verifier")
+        assert passed and reward == 1.0, failed

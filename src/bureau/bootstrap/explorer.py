@@ -4,20 +4,23 @@ measure how much looking a task takes.
 The starter teacher (`teacher.py`) reads the one file its instruction names. Standard and hard
 tasks name no file: the facts are spread over several documents of a crowded workspace, among
 older versions, near-duplicates and unrelated work. The explorer knows which files hold the
-answer (the files the task's oracle reads, `bureau.checks.oracle_reads`, like the teacher knows
+answer (the files the task's oracle needs, `bureau.checks.oracle_reads`, like the teacher knows
 the rubric) but finds them only through the tools a model has:
 
 1. `fs_tree` of the workspace, two levels deep;
 2. `fs_search_content` for each of the instruction's search terms (record ids such as
    `C-1042`, proper names, quoted titles; at most `MAX_TERMS`), and `fs_search_content`
    restricted to calendars when the task is about dates;
-3. reads the files the searches found, the instruction's own named files first, then by
-   number of hits (ties in path order), each with the tool for its type: `sheet_list` then
-   `sheet_read` of each sheet, `pdf_read_pages`, `mail_read`, `docx_read`, `slides_read`,
-   `cal_events`, `chat_read`, `fs_read_text`. It stops once every evidence file has been read;
+3. reads the files the searches found, the instruction's own named files first, then those
+   that matched more of the terms, then more hits (ties in the order found), each with the
+   tool for its type: `sheet_list` then `sheet_read` of each sheet, `pdf_read_pages`,
+   `mail_read`, `docx_read`, `slides_read`, `cal_events`, `chat_read`, `fs_read_text`. It
+   stops once every file it must find has been read (`task_targets`: the files the answer
+   needs, else the files the oracle opens);
 4. a file the searches never surfaced is found by listing its folder (`fs_list`), then read;
-5. writes `output/answer.json` with the rubric's expected values (field criteria only) and
-   ends with a short message.
+5. writes `output/answer.json` with the answers the rubric's field criteria accept (null and a
+   reason naming the missing facts where the files cannot support one) and ends with a short
+   message.
 
 Its tool calls are thus a count of what finding and reading the evidence takes, given one
 sensible search policy: the reads of files that turned out not to be evidence are the cost of
@@ -132,23 +135,24 @@ class Explorer:
     def _turns(self) -> Generator[str, str, None]:
         yield self._call(("fs_tree", {"path": ".", "max_depth": 2}))
         hits: Counter[str] = Counter()
+        terms: dict[str, set[str]] = {}
         order: dict[str, int] = {}
-        for term in search_terms(self.task.instruction):
-            found = yield self._call(("fs_search_content", {"query": term, "max_matches": 200}))
+        searches = [
+            (t, {"query": t, "max_matches": 200}) for t in search_terms(self.task.instruction)
+        ]
+        if _DATES.search(self.task.instruction.split("## Answer keys")[0]):
+            searches.append(("calendar", {"query": "BEGIN:VEVENT", "file_glob": "*.ics"}))
+        for term, arguments in searches:
+            found = yield self._call(("fs_search_content", arguments))
             for path in _HIT.findall(found):
                 hits[path] += 1
-                order.setdefault(path, len(order))
-        if _DATES.search(self.task.instruction.split("## Answer keys")[0]):
-            found = yield self._call(
-                ("fs_search_content", {"query": "BEGIN:VEVENT", "file_glob": "*.ics"})
-            )
-            for path in dict.fromkeys(_HIT.findall(found)):
-                hits[path] += 1
+                terms.setdefault(path, set()).add(term)
                 order.setdefault(path, len(order))
         named = [f for f in self.task.named_files if f != ANSWER_PATH]
+        # Files that match more of the terms first, then more hits, then the order found.
         ranked = named + sorted(
             (p for p in hits if p not in named and not p.startswith("output/")),
-            key=lambda p: (-hits[p], order[p]),
+            key=lambda p: (-len(terms[p]), -hits[p], order[p]),
         )
         wanted = set(self.evidence)
         for path in ranked:
@@ -257,12 +261,12 @@ def explore(
 ) -> list[Exploration]:
     """Run the explorer on every task as a real trial (sandbox, MCP tool servers, verifier)
     with `harness`; `model` gives the tokenizer. Its targets are `evidence` (task name ->
-    files), by default the files each task's oracle needs (`needed_files`).
+    files), by default `task_targets` of each task.
     Multi-step tasks are left out (the explorer plays one step). Records go to
     `out/trajectories.parquet`, one row per task to `out/explorations.jsonl`."""
     from transformers import AutoTokenizer
 
-    from bureau.checks.oracle_reads import needed_files
+    from bureau.checks.oracle_reads import task_targets
     from bureau.harness.loop import harness_events
     from bureau.records import write_parquet
     from bureau.sandbox import get_runtime
@@ -271,7 +275,7 @@ def explore(
     from bureau.trials.trial import TrialConfig
 
     loaded = [load_task_dir(p) for p in tasks if not step_names(p)]
-    targets = evidence if evidence is not None else {t.name: needed_files(t.path) for t in loaded}
+    targets = evidence if evidence is not None else {t.name: task_targets(t.path) for t in loaded}
     tokenizer = AutoTokenizer.from_pretrained(str(model), local_files_only=True)
     renderer = Renderer(tokenizer, enable_thinking=harness.enable_thinking)
     runtime = get_runtime("local", isolation=isolation)

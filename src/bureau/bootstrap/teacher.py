@@ -98,7 +98,7 @@ class TaskView:
         rubric = json.loads((path / "tests" / "rubric.json").read_text())
         criteria = [
             Criterion(
-                c["field"], c["type"], c["expected"], c.get("rel_tol", 0.0), c.get("abs_tol", 0.0)
+                c["field"], c["type"], _expected(c), c.get("rel_tol", 0.0), c.get("abs_tol", 0.0)
             )
             for c in rubric["criteria"]
             if "field" in c
@@ -108,6 +108,17 @@ class TaskView:
             str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file()
         ) if workspace.is_dir() else []  # fmt: skip
         return cls(name, instruction, criteria, files, workspace if workspace.is_dir() else None)
+
+
+def _expected(criterion: dict[str, Any]) -> Any:
+    """The answer that passes a field criterion: its `expected` value; for `unsupported`, null;
+    for `mentions`, a sentence naming each term in its first spelling."""
+    if criterion["type"] == "unsupported":
+        return None
+    if criterion["type"] == "mentions":
+        named = ", ".join(spellings[0] for spellings in criterion["terms"])
+        return f"The files do not support it: {named}."[: criterion.get("max_chars", 300)]
+    return criterion["expected"]
 
 
 def plain_number(value: float, rel_tol: float, abs_tol: float) -> int | float:

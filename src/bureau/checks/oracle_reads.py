@@ -121,6 +121,14 @@ def needed_files(task_dir: Path, opened: list[str] | None = None) -> list[str]:
     return needed
 
 
+def task_targets(task_dir: Path) -> list[str]:
+    """The files an agent must find for the task: those its answer needs, or, when no single
+    file is needed (its facts are repeated elsewhere, or the files cannot support an answer
+    and the answer is null either way), every file the oracle opens."""
+    opened = trace_reads(task_dir).files
+    return needed_files(task_dir, opened) or opened
+
+
 def _passes_without(task_dir: Path, workspace: Path, scratch: Path, files: list[str]) -> bool:
     """Whether the oracle's answer passes with `files` moved out of the workspace."""
     aside = scratch / "aside"
