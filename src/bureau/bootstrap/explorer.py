@@ -39,21 +39,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bureau.bootstrap.scripted import ScriptedSampler
+from bureau.bootstrap.scripted import HarnessScriptAgent, ScriptedSampler
 from bureau.bootstrap.teacher import (
     ANSWER_PATH,
     FINAL_MESSAGE,
+    ScriptedTurns,
     TaskView,
     ToolCall,
     call_text,
     gold_answer,
     write_call,
 )
-from bureau.harness.agent import HarnessAgent, harness_tool_groups
+from bureau.harness.agent import HarnessAgent
 from bureau.harness.loop import HarnessConfig
 from bureau.harness.render import Renderer
-from bureau.records import TrajectoryRecord
-from bureau.trials.agents import Agent, AgentContext, AgentResult
+from bureau.trials.agents import AgentContext, AgentResult
 
 MAX_TERMS = 4
 MAX_SHEETS = 8
@@ -105,7 +105,7 @@ def read_calls(path: str, sheets: list[str] | None = None) -> list[ToolCall]:
     return [("fs_read_text", {"path": path})]
 
 
-class Explorer:
+class Explorer(ScriptedTurns):
     """The turns of one exploring trajectory; `next_turn(observation)` as the teacher's."""
 
     def __init__(self, task: TaskView, evidence: list[str], *, max_reads: int = MAX_READS) -> None:
@@ -116,17 +116,6 @@ class Explorer:
         """The files read, in order."""
         self.calls: list[str] = []
         """The tools called, in order."""
-        self._script = self._turns()
-        self._started = False
-
-    def next_turn(self, observation: str | None) -> str:
-        try:
-            if not self._started:
-                self._started = True
-                return next(self._script)
-            return self._script.send(observation or "")
-        except StopIteration:
-            return FINAL_MESSAGE
 
     def _call(self, call: ToolCall) -> str:
         self.calls.append(call[0])
@@ -198,23 +187,13 @@ EXPLORER_MODEL = "scripted-explorer"
 
 
 @dataclass
-class ExplorerAgent(Agent):
+class ExplorerAgent(HarnessScriptAgent):
     """The explorer through the real harness over the trial's MCP tools (one step)."""
 
-    renderer: Renderer
-    config: HarnessConfig
     evidence: dict[str, list[str]]
-    """Task name -> the files its oracle reads."""
+    """Task name -> the files it must find (`task_targets`)."""
     name = "explorer"
     version = "1"
-    uses_tools = True
-
-    def tool_groups(self) -> list[str] | None:
-        return harness_tool_groups(self.config)
-
-    def trajectory(self) -> TrajectoryRecord | None:
-        harness: HarnessAgent | None = getattr(self, "_harness", None)
-        return harness.trajectory() if harness is not None else None
 
     async def run(self, ctx: AgentContext) -> AgentResult:
         view = TaskView.from_task_dir(ctx.task.path, ctx.task.name, ctx.task.instruction)

@@ -82,18 +82,12 @@ class AttemptCounter:
 
 
 @dataclass
-class ScriptedAgent(Agent):
-    """The teacher through the real harness over the trial's MCP tools."""
+class HarnessScriptAgent(Agent):
+    """A trial agent whose turns a script writes, run by the real harness over the trial's MCP
+    tools (its `run` sets `_harness`, whose record is the trajectory)."""
 
     renderer: Renderer
     config: HarnessConfig
-    mistakes: MistakeRates
-    seed: int
-    attempts: AttemptCounter
-    answer_in_message: bool = False
-    lookup_by_code: bool = False
-    name = "scripted"
-    version = "1"
     uses_tools = True
 
     def tool_groups(self) -> list[str] | None:
@@ -102,6 +96,19 @@ class ScriptedAgent(Agent):
     def trajectory(self) -> TrajectoryRecord | None:
         harness: HarnessAgent | None = getattr(self, "_harness", None)
         return harness.trajectory() if harness is not None else None
+
+
+@dataclass
+class ScriptedAgent(HarnessScriptAgent):
+    """The teacher through the real harness over the trial's MCP tools."""
+
+    mistakes: MistakeRates
+    seed: int
+    attempts: AttemptCounter
+    answer_in_message: bool = False
+    lookup_by_code: bool = False
+    name = "scripted"
+    version = "1"
 
     def teacher(self, view: TaskView) -> tuple[Teacher, Mistake | None, int]:
         attempt = self.attempts.next(view.name)

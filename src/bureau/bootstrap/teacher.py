@@ -275,12 +275,30 @@ def distractor(criterion: Criterion, seen: str, rng: random.Random) -> Any:
     return rng.choice(names) if names else f"{expected} Group"
 
 
-class Teacher:
-    """The turns of one trajectory; `next_turn(observation)` gives the next assistant text.
+class ScriptedTurns:
+    """Turns from a generator: `next_turn(observation)` gives the next assistant text.
 
     The observation is the text the harness appended since the previous turn (a tool result, a
-    correction), None before the first turn.
+    correction), None before the first turn. Subclasses write `_turns()`, which yields each
+    turn's text and receives the observation that followed it.
     """
+
+    def _turns(self) -> Generator[str, str, None]:
+        raise NotImplementedError
+
+    def next_turn(self, observation: str | None) -> str:
+        if not hasattr(self, "_script"):
+            self._script = self._turns()
+            return next(self._script)
+        try:
+            return self._script.send(observation or "")
+        except StopIteration:
+            # Past the script (the harness kept going): answer again and stop.
+            return FINAL_MESSAGE
+
+
+class Teacher(ScriptedTurns):
+    """The turns of one starter-task trajectory (see the module docstring)."""
 
     def __init__(
         self,
@@ -296,18 +314,6 @@ class Teacher:
         self.mistake = mistake
         self.rng = rng
         self.answer_in_message = answer_in_message
-        self._script = self._turns()
-        self._started = False
-
-    def next_turn(self, observation: str | None) -> str:
-        try:
-            if not self._started:
-                self._started = True
-                return next(self._script)
-            return self._script.send(observation or "")
-        except StopIteration:
-            # Past the script (the harness kept going): answer again and stop.
-            return FINAL_MESSAGE
 
     def _targets(self) -> list[str]:
         named = self.task.named_files or self.task.workspace_files[:1]
