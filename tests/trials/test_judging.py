@@ -77,7 +77,10 @@ def trial(
             return await run_trial(
                 load_task_dir(task_dir), OracleAgent(), runtime, tmp_path / "trials", config
             )
-        options = {"timeout_s": 0.5, "backoff_base_s": 0.01, "max_attempts": 3} | settings
+        # The fault server answers at once: a request limit far past that, so that a loaded
+        # machine (a clean clone beside a bench) cannot turn a slow answer into a retry. At
+        # 0.5 s, one run saw 2 requests of the 3 it counts: the third had timed out.
+        options = {"timeout_s": 30.0, "backoff_base_s": 0.01, "max_attempts": 3} | settings
         judge_config = JudgeConfig(url=url, model="judge", **options)
         async with JudgeClient(judge_config, ["sk-test"]) as judge:
             return await run_trial(
