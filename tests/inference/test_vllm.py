@@ -12,6 +12,7 @@ run the token-in/token-out audit checks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -54,7 +55,7 @@ args = sys.argv[1:]
 port = int(args[args.index("--port") + 1])
 mode = os.environ.get("FAKE_VLLM_MODE", "serve")
 child = subprocess.Popen(["sleep", "300"])  # stands for vLLM's engine-core process
-record = {"argv": args, "child": child.pid,
+record = {"argv": args, "child": child.pid, "server": os.getpid(),
           "env": {k: v for k, v in os.environ.items()
                   if k.startswith(("HF_", "VLLM_", "TMPDIR", "TORCHINDUCTOR_"))}}
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as fh:
@@ -254,6 +255,29 @@ def test_a_server_whose_owner_is_killed_goes_with_its_whole_group(
     finally:
         owner.kill()
         owner.wait()
+
+
+def test_a_server_dies_with_its_keeper_even_when_the_keeper_is_killed(
+    tmp_path: Path, fake_vllm_python: Path
+) -> None:
+    """The keeper itself SIGKILLed (as Ray's raylet kills what a dead worker left behind) must
+    not leave the API server orphaned: the server has the keeper's death as its signal."""
+    import signal
+
+    record = tmp_path / "record.json"
+    server = _fake_server(fake_vllm_python, tmp_path / "ckpt", record, "serve")
+    child = None
+    with server:
+        keeper = server.pid
+        seen = json.loads(record.read_text())
+        served, child = seen["server"], seen["child"]
+        assert _pid_alive(served, settle_s=0)
+        os.kill(keeper, signal.SIGKILL)
+        try:
+            assert not _pid_alive(served, settle_s=10)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)  # the fake's stand-in engine core, now orphaned
 
 
 def test_server_that_exits_during_start_up_reports_its_log(
