@@ -172,8 +172,9 @@ def test_server_launch_command_environment_and_group_stop(
 ) -> None:
     record = tmp_path / "record.json"
     server = _fake_server(
-        fake_vllm_python, tmp_path / "ckpt", record, "serve", kv_cache_gib=2, max_model_len=512
-    )
+        fake_vllm_python, tmp_path / "ckpt", record, "serve", kv_cache_gib=2, max_model_len=512,
+        cpu_threads_bind="nobind",
+    )  # fmt: skip
     with server:
         assert server in cleanup.live()
         seen = json.loads(record.read_text())
@@ -189,6 +190,7 @@ def test_server_launch_command_environment_and_group_stop(
         assert seen["env"]["HF_HUB_OFFLINE"] == "1"
         assert seen["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
         assert seen["env"]["VLLM_SERVER_DEV_MODE"] == "1"
+        assert seen["env"]["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
         scratch = server.scratch
         assert scratch is not None and scratch.is_dir()
         assert seen["env"]["VLLM_RPC_BASE_PATH"] == str(scratch)  # its sockets go there

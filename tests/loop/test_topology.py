@@ -82,6 +82,9 @@ def test_two_vllm_engines_get_every_version_and_a_sigterm_leaves_no_engine_behin
     for index in (0, 1):
         served = (run / "engines" / f"vllm-{index}.log").read_text()
         assert served.count("POST /update_weight_version") >= len(steps) + 1  # 0, then each step
+        # Threads placed by the OS on the engine's share of CPUs, not both engines pinned to
+        # the first cores by vLLM's own binding.
+        assert "skip_setup=True" in served and "core ids=" not in served
     # SIGTERM, like Ctrl-C, ends every engine's process group (server, engine core, workers).
     groups = [int(g) for g in re.findall(r"\(group (\d+)\)", text)]
     assert len(groups) == 2, text[:3000]

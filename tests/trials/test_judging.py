@@ -19,6 +19,7 @@ from bureau.judge import JudgeClient, JudgeConfig
 from bureau.sandbox import get_runtime
 from bureau.tasks.taskdir import load_task_dir
 from bureau.trials.agents import OracleAgent
+from bureau.trials.judging import skipped_judge_criteria
 from bureau.trials.result import TrialResult
 from bureau.trials.trial import TrialConfig, run_trial
 
@@ -136,6 +137,9 @@ def test_without_a_judge_the_run_fails_or_skips_as_chosen(tmp_path: Path, task_d
     skipped = trial(tmp_path / "skip", task_dir, None, missing="skip")
     assert skipped.status == "completed" and skipped.reward == 1.0
     assert grading(tmp_path / "skip")["skipped"] == ["c2"]
+    # A run says what it graded without, per task: the skipped trial, not the failed one.
+    assert skipped_judge_criteria(tmp_path / "skip" / "trials") == {skipped.task_name: {"c2": 1}}
+    assert skipped_judge_criteria(tmp_path / "fail" / "trials") == {}
 
 
 def test_tasks_check_takes_a_judge_from_a_file(tmp_path: Path, task_dir: Path) -> None:
@@ -164,3 +168,5 @@ def test_tasks_check_takes_a_judge_from_a_file(tmp_path: Path, task_dir: Path) -
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert skipped.returncode == 0, skipped.stdout
+    assert "judge criteria skipped (no judge): 1 criteria of 1 task" in skipped.stdout
+    assert "c2 (1 trial)" in skipped.stdout

@@ -12,6 +12,7 @@ from typing import Any
 import pdfplumber
 import pytest
 
+from bureau.tasks.taskdir import read_prompt
 from bureau.worlds import builder
 from bureau.worlds.builder import MANIFEST, BuildConfig, build_split
 
@@ -93,8 +94,7 @@ def test_a_crowded_world_is_the_same_bytes_for_the_same_seed(
     monkeypatch.setattr(builder, "fill_world", lambda ctx: ctx.rng.getrandbits(64))
     bare = tmp_path / "bare"
     build_split(BuildConfig("train", 1, 4, 21, bare, jobs=1))
-    instructions = [(again / t["path"] / "instruction.md").read_text() for t in manifest["tasks"]]
+    # (every step's prompt, for a task in several steps)
+    instructions = [read_prompt(again / t["path"]) for t in manifest["tasks"]]
     bare_manifest = json.loads((bare / MANIFEST).read_text())
-    assert [(bare / t["path"] / "instruction.md").read_text() for t in bare_manifest["tasks"]] == (
-        instructions
-    )
+    assert [read_prompt(bare / t["path"]) for t in bare_manifest["tasks"]] == instructions

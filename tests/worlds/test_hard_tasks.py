@@ -42,7 +42,7 @@ LONG = {
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("shapes") / "eval"
-    build_split(BuildConfig("eval", 3, 54, 4, out, files_per_world=30, jobs=1))
+    build_split(BuildConfig("eval", 3, 54, 4, out, files_per_world=30, jobs=1, judge_criteria=True))
     return out, json.loads((out / MANIFEST).read_text())["tasks"]
 
 
@@ -173,7 +173,11 @@ def test_a_multi_step_task_builds_on_its_first_step(
 ) -> None:
     out, tasks = built
     multi = [t for t in tasks if t["steps"]]
-    assert {t["template"] for t in multi} == {"law.renewal_pipeline", "consulting.billing_plan"}
+    assert {t["template"] for t in multi} == {
+        "law.renewal_pipeline",
+        "consulting.billing_plan",
+        "banking.comps_valuation",
+    }
     report = validate_dataset(out, require_solution=True)
     assert report.ok, report.summary()
     for task in multi:
@@ -196,6 +200,40 @@ def test_a_multi_step_task_builds_on_its_first_step(
         shutil.copytree(task_dir / "environment" / "workspace", workspace)
         with pytest.raises(FileNotFoundError):
             run_oracle(task_dir / "steps" / task["steps"][1], workspace, tmp_path)
+
+
+def test_a_memo_in_prose_has_its_facts_checked_and_its_prose_judged(
+    built: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """consulting.fee_update_memo: the rubric checks the memo's total and approved ids; the
+    judge (built with --judge-criteria) reads the prose against a reference that gives every
+    change request's outcome, the rejected ones too."""
+    out, tasks = built
+    task = next(t for t in tasks if t["template"] == "consulting.fee_update_memo")
+    task_dir = out / task["path"]
+    rubric = json.loads((task_dir / "tests" / "rubric.json").read_text())
+    (judged,) = [c for c in rubric["criteria"] if c["type"] == "judge"]
+    assert judged["path"] == "output/fee_update_memo.docx"
+    approved = set(rubric["gold"]["approved_change_requests"])
+    named = set(re.findall(r"CR-\d+", judged["reference"]))
+    assert approved and approved < named  # a rejected request is in the reference too
+    assert "not approved" in judged["reference"]
+    workspace = tmp_path / "workspace"
+    shutil.copytree(task_dir / "environment" / "workspace", workspace)
+    run_oracle(task_dir, workspace, tmp_path / "verifier")
+    reward, passed, failed = grade_workspace(task_dir, workspace, tmp_path / "verifier")
+    assert (reward, passed) == (1.0, True), failed  # offline: the judge criterion left out
+    # A memo whose prose is right but which leaves out the line the rubric reads fails it.
+    import docx
+
+    memo = workspace / "output" / "fee_update_memo.docx"
+    document = docx.Document(str(memo))
+    for paragraph in document.paragraphs:
+        if paragraph.text.startswith("approved change requests:"):
+            paragraph.text = "The client approved some of the requests."
+    document.save(str(memo))
+    reward, passed, failed = grade_workspace(task_dir, workspace, tmp_path / "verifier")
+    assert not passed and any("approved" in reason for reason in failed), failed
 
 
 def test_a_multi_step_task_runs_in_a_sandbox_step_by_step(

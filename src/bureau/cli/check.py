@@ -240,5 +240,9 @@ def run_check(
         console.print(table)
     else:
         console.print(f"[green]every task scored {expected} with the {agent} agent[/]")
+    from bureau.cli.eval import print_skipped_judge_criteria
+    from bureau.trials.judging import skipped_judge_criteria
+
+    print_skipped_judge_criteria(skipped_judge_criteria(trials_dir))
     console.print(f"trial directories in {trials_dir}")
     return 1 if broken or refused else 0

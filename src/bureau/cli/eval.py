@@ -108,6 +108,7 @@ def eval_command(
     out = out or Path("runs") / f"eval-{time.strftime('%Y%m%d-%H%M%S')}"
     run = run_with_progress(dataset, model, config, out, "eval trials")
     print_report(run.report)
+    print_skipped_judge_criteria(run.judge_criteria_skipped)
     console.print(f"{run.out / 'eval.json'} written in {run.wall_time_s:.1f} s")
     if before is not None:
         import json
@@ -123,6 +124,22 @@ def eval_command(
         path.write_text(json.dumps(document, indent=2) + "\n")
         console.print(f"{path} written")
     raise typer.Exit(0 if run.report.overall.graded else 1)
+
+
+def print_skipped_judge_criteria(skipped: dict[str, dict[str, int]]) -> None:
+    """Say which judge criteria the rewards above were graded without, per task."""
+    if not skipped:
+        return
+    from bureau.cli.commands import console
+
+    criteria = sum(len(ids) for ids in skipped.values())
+    console.print(
+        f"[yellow]judge criteria skipped (no judge):[/] {criteria} criteria of {len(skipped)} "
+        "task(s); their rewards and Pass@1 are on the other criteria only"
+    )
+    for task, ids in sorted(skipped.items()):
+        listed = ", ".join(f"{c} ({n} trial{'s' if n != 1 else ''})" for c, n in ids.items())
+        console.print(f"  {task}: {listed}", markup=False, highlight=False)
 
 
 def _baseline(path: Path) -> EvalReport:

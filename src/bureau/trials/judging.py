@@ -130,3 +130,26 @@ async def complete_with_judge(
     values = {"reward": reward, "pass": float(num_passed == len(results))}
     values |= {str(r["id"]): float(bool(r["passed"])) for r in results}
     write_reward_json(verifier_dir, values)
+
+
+def skipped_judge_criteria(trials_dir: Path) -> dict[str, dict[str, int]]:
+    """Per task, how many of its trials were graded without each judge criterion (no judge,
+    `missing="skip"`), from the grading.json of every trial under `trials_dir` (each step's too).
+    Empty when nothing was skipped; a run reports it so that a reward graded on fewer criteria
+    is never mistaken for the full rubric's."""
+    found: dict[str, dict[str, int]] = {}
+    for result in sorted(trials_dir.glob("*/result.json")):
+        try:
+            task = str(json.loads(result.read_text(encoding="utf-8")).get("task_name"))
+        except (OSError, ValueError, AttributeError):
+            continue  # a trial that never finished writing its result: counted nowhere
+        for grading in sorted(result.parent.rglob("grading.json")):
+            try:
+                skipped = json.loads(grading.read_text(encoding="utf-8")).get("skipped") or []
+            except (OSError, ValueError, AttributeError):
+                continue
+            counts = found.setdefault(task, {}) if skipped else None
+            for criterion in skipped:
+                assert counts is not None
+                counts[str(criterion)] = counts.get(str(criterion), 0) + 1
+    return found

@@ -195,6 +195,10 @@ class VLLMEngineActor:
             dtype=dtype,
             extra_args=list(extra_args or []),
             startup_timeout_s=startup_timeout_s,
+            # Ray gave this engine a share of the node's CPUs (OMP_NUM_THREADS), not cores by
+            # number: vLLM's own binding would pin every engine of a node to the same cores
+            # (seen: two engines both on core 0 while the other core ran the rest).
+            cpu_threads_bind="nobind",
         )
         self.server = VLLMServer(config).start()
         try:

@@ -837,6 +837,153 @@ def t_comps_output(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec |
     )
 
 
+VALUATION_BOOK = "output/comps_valuation.xlsx"
+
+
+def t_comps_valuation(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Two steps in one sandbox: a comps output, then a valuation that must take its multiple
+    from that workbook (the earlier step's deliverable), not from the comps file again."""
+    tab = _pick(list(TABS), variant)
+    year = _pick([y for y in f.model.years if y.endswith("E")], variant // 2)
+    drop = f.outliers[tab]
+    peers = [p for p in f.comps[tab] if p.name != drop]
+    med = round(_median(f, tab, drop), 2)
+    if _tie(_median(f, tab, drop), 2):
+        return None  # the workbook's rounded multiple would be ambiguous
+    merger = f"merger/project_{f.code.lower()}_merger_model.xlsx"
+    ebitda = f.model.value("ebitda", year)
+    ev = med * ebitda
+    equity = ev - f.net_debt
+    per_share = equity / f.shares
+    first = phrasing(
+        rng,
+        [
+            f"Start a comps valuation workbook `{VALUATION_BOOK}` for {f.target}. From the "
+            f"{tab} tab of the latest trading comps workbook, leave out {drop} and list every "
+            "other peer with its EV/EBITDA computed from enterprise value and EBITDA, then the "
+            "median multiple.",
+            f"Open a comps valuation workbook `{VALUATION_BOOK}` for {f.target}: take the {tab} "
+            f"tab of the latest trading comps workbook, drop {drop}, compute each remaining "
+            "peer's EV/EBITDA from its enterprise value and EBITDA, and add the median.",
+        ],
+    )
+    second = phrasing(
+        rng,
+        [
+            f"Now value {f.target} in the same workbook. Apply the median EV/EBITDA as your "
+            f"Comps sheet states it (2 decimals) to {year} EBITDA from the current "
+            "three-statement model, subtract net debt at FY2024A from the model's balance "
+            "sheet, and divide by the target's diluted shares in the merger model. Keep the "
+            "Comps sheet as it is.",
+            f"Next, add the valuation to your workbook: the median EV/EBITDA on your Comps "
+            f"sheet (as rounded there) times {year} EBITDA of the current three-statement "
+            "model gives enterprise value; less net debt at FY2024A from the model's balance "
+            "sheet gives equity value; per share uses the target's diluted shares from the "
+            "merger model. Leave the Comps sheet unchanged.",
+        ],
+    )
+    comps = TaskSpec(
+        template="banking.comps_valuation",
+        kind="deliverable",
+        title=f"Comps valuation of {f.target}: the {tab} comps",
+        question=first,
+        answer_keys={
+            "peer_count": "number of peers on the Comps sheet",
+            "median_ev_ebitda": "number, their median EV/EBITDA, 2 decimals",
+        },
+        deliverables={
+            VALUATION_BOOK: 'a workbook with a sheet named "Comps". Row 1 holds the headers '
+            '"Company", "EV/EBITDA"; one row per peer follows (company name in column A, the '
+            'multiple as a number rounded to 2 decimals); then a row with "Median" in column A '
+            "and the median multiple, rounded to 2 decimals."
+        },
+        criteria=[
+            file_exists(VALUATION_BOOK, "Produces the valuation workbook"),
+            *(
+                xlsx_cell(
+                    VALUATION_BOOK,
+                    "Comps",
+                    round(p.ev_ebitda, 2),
+                    f"EV/EBITDA of {p.name}",
+                    row_label=p.name,
+                    column="EV/EBITDA",
+                )
+                for p in rng.sample(peers, 2)
+            ),
+            xlsx_cell(
+                VALUATION_BOOK, "Comps", med, "Median row", row_label="Median", column="EV/EBITDA"
+            ),
+            numeric("peer_count", len(peers), "Counts the peers"),
+        ],
+        gold={"peer_count": len(peers), "median_ev_ebitda": med},
+        oracle={"tab": tab, "exclude": drop, "year": year},
+        signature="",
+        evidence=[f.comps_file],
+    )
+    valuation = TaskSpec(
+        template="banking.comps_valuation",
+        kind="deliverable",
+        title=f"Comps valuation of {f.target}: implied value on {year} EBITDA",
+        question=second,
+        answer_keys={
+            "implied_ev": "number, implied enterprise value, $m",
+            "per_share": "number, implied value per share, $",
+        },
+        deliverables={
+            VALUATION_BOOK: 'the same workbook with a second sheet named "Valuation". Row 1 '
+            'holds the headers "Item", "Value"; then one row each, label in column A and the '
+            'number in column B: "Median EV/EBITDA", "EBITDA", "Enterprise Value", "Net Debt", '
+            '"Equity Value", "Per Share" ($m, except the multiple and the value per share).'
+        },
+        criteria=[
+            xlsx_cell(
+                VALUATION_BOOK,
+                "Comps",
+                med,
+                "Keeps the Comps sheet",
+                row_label="Median",
+                column="EV/EBITDA",
+            ),
+            xlsx_cell(
+                VALUATION_BOOK,
+                "Valuation",
+                ebitda,
+                f"Uses {year} EBITDA of the current model",
+                row_label="EBITDA",
+                column="Value",
+            ),
+            xlsx_cell(
+                VALUATION_BOOK,
+                "Valuation",
+                f.net_debt,
+                "Bridges with FY2024A net debt",
+                row_label="Net Debt",
+                column="Value",
+            ),
+            numeric("implied_ev", ev, "Implied enterprise value", rel_tol=1e-3),
+            numeric("per_share", per_share, "Value per share", rel_tol=2e-3),
+        ],
+        gold={"implied_ev": ev, "per_share": per_share},
+        oracle={"tab": tab, "exclude": drop, "year": year},
+        signature="",
+        evidence=[VALUATION_BOOK, f.model_file, merger],
+    )
+    return TaskSpec(
+        template="banking.comps_valuation",
+        kind="deliverable",
+        title=f"Comps valuation of {f.target} on the {tab} tab, {year}",
+        question=first + "\n\n" + second,
+        answer_keys={},
+        criteria=[],
+        gold={"comps": comps.gold, "valuation": valuation.gold},
+        oracle={"tab": tab, "exclude": drop, "year": year},
+        signature=f"comps_valuation:{tab}:{year}",
+        deliverables={VALUATION_BOOK: "the comps valuation workbook"},
+        evidence=[f.comps_file, f.model_file, merger],
+        steps=[("comps", comps), ("valuation", valuation)],
+    )
+
+
 def t_memo(f: BankFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     kind = variant % 3
     path = "output/deal_update_memo.docx"
@@ -986,5 +1133,6 @@ TEMPLATES = [
     Template("banking.cim_profile", "fact", t_profile),
     Template("banking.comps_output", "deliverable", t_comps_output, held_out=True),
     Template("banking.deal_memo", "deliverable", t_memo),
+    Template("banking.comps_valuation", "deliverable", t_comps_valuation),
     Template("banking.starter_named_range", "fact", t_named, ("starter",)),
 ]

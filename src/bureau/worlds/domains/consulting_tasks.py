@@ -19,8 +19,10 @@ from ..spec import (
     PdfProbe,
     TaskSpec,
     Template,
+    docx_content,
     entities,
     file_exists,
+    judge,
     mentions,
     numeric,
     phrasing,
@@ -764,6 +766,93 @@ def t_milestone_invoice(f: ConsultingFacts, rng: random.Random, variant: int) ->
     )
 
 
+FEE_MEMO = "output/fee_update_memo.docx"
+
+
+def t_fee_memo(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """A client-facing memo in prose: each change request's outcome (approved or not, the fee
+    of its milestone now), then the facts a rubric can check (total, approved ids). With
+    `--judge-criteria`, a judge reads the prose against the reference."""
+    asked = [m for m in f.milestones if m.change_request]
+    if not asked or not f.approved_crs:
+        return None
+    total = sum(m.current_fee for m in f.milestones)
+    approved = ", ".join(sorted(f.approved_crs))
+    heading = f"Fee update for {f.ctx.company}"
+    cfo = f"{f.cfo.name} ({f.cfo.title})"
+    question = phrasing(
+        rng,
+        [
+            f"Draft a short memo from {f.firm} to {cfo} at {f.ctx.company} on where the "
+            "engagement's fees stand: for each change request, say whether the client sponsor "
+            "approved it and what its milestone's fee is now, then give the total of all "
+            "milestone fees in force and the approved change requests. Only a change request "
+            "the sponsor approved in writing changes a fee.",
+            f"{cfo} at {f.ctx.company} has asked {f.firm} for a short memo on the fees: explain "
+            "each change request's outcome (approved by the client sponsor or not, and the fee "
+            "of its milestone now), and state what all milestones now cost in total and which "
+            "change requests were approved. A fee changes only once the sponsor approves the "
+            "change request in writing.",
+        ],
+    )
+    reference = "; ".join(
+        f"{m.change_request} ({m.name}): "
+        + (
+            f"approved, fee now USD {m.current_fee:,}"
+            if m.revised_fee is not None
+            else f"not approved, fee stays USD {m.fee:,}"
+        )
+        for m in asked
+    )
+    return _spec(
+        "fee_update_memo",
+        "deliverable",
+        phrasing(rng, [f"Fee update memo for {f.ctx.company}", "Memo: where the fees stand"]),
+        question,
+        {
+            "total_fees": "number, USD, all milestones at the fees in force",
+            "approved_change_requests": 'list of change request ids, e.g. ["CR-01"]',
+        },
+        [
+            file_exists(FEE_MEMO, "Produces the memo"),
+            docx_content(
+                FEE_MEMO, heading, "Has the required heading", style="Heading 1", first=True
+            ),
+            docx_content(
+                FEE_MEMO, f"total fees: USD {total:,}", "States the total", label="total fees:"
+            ),
+            docx_content(
+                FEE_MEMO,
+                f"approved change requests: {approved}",
+                "States the approved requests",
+                label="approved change requests:",
+            ),
+            numeric("total_fees", total, "Answers with the total"),
+            entities("approved_change_requests", f.approved_crs, "Answers with the approved ids"),
+        ],
+        {"heading": heading},
+        "memo",
+        deliverables={
+            FEE_MEMO: f'a Word document whose first heading (style "Heading 1") reads "{heading}", '
+            "with a paragraph per change request in prose, a paragraph that says "
+            '"total fees: USD N" (N in whole dollars with thousands separators, e.g. USD '
+            '1,250,000) and a paragraph that says "approved change requests: " followed by '
+            "their ids in order, comma-separated (e.g. CR-01, CR-03)."
+        },
+        evidence=[SOW, *(m.cr_file for m in asked), *(m.decision_mail for m in asked)],
+        judged=[
+            judge(
+                FEE_MEMO,
+                "Does the memo give, for every change request, the outcome and the milestone's "
+                "fee now that the reference gives, without presenting a request the sponsor did "
+                "not approve as changing a fee?",
+                reference,
+                "A reader learns each change request's outcome and the fees in force",
+            )
+        ],
+    )
+
+
 def t_interview_budgets(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     seg = _pick(f.segments, variant)
     ivs = [iv for iv in f.interviewees if iv.segment == seg]
@@ -1030,6 +1119,7 @@ TEMPLATES = [
     Template("consulting.sow_milestone", "fact", t_sow, BOTH),
     Template("consulting.sow_milestone_unsupported", "fact", t_sow_unsupported),
     Template("consulting.fee_change", "reconcile", t_fee_change, held_out=True),
+    Template("consulting.fee_update_memo", "deliverable", t_fee_memo, held_out=True),
     Template("consulting.milestone_invoice", "reconcile", t_milestone_invoice),
     Template("consulting.billing_plan", "deliverable", t_billing_plan),
     Template("consulting.interview_budgets", "compute", t_interview_budgets, held_out=True),

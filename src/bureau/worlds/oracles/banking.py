@@ -14,6 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import openpyxl
 import oracle_lib as lib
 
 STATEMENT_LINES = {
@@ -362,6 +363,40 @@ def comps_output(ws: Path, p: dict[str, Any]) -> None:
     lib.write_answer(ws, {"peer_count": len(peers)})
 
 
+VALUATION_BOOK = "output/comps_valuation.xlsx"
+
+
+def comps_valuation(ws: Path, p: dict[str, Any]) -> None:
+    """Step `comps` writes the peers and their median; step `valuation` reads the median back
+    from that workbook (the earlier step's deliverable) and adds the valuation sheet."""
+    if p["step"] == "comps":
+        peers = _peers(ws, p["tab"], p["exclude"])
+        median = round(statistics.median(x["ev_ebitda"] for x in peers), 2)
+        rows: list[list[Any]] = [[x["name"], round(x["ev_ebitda"], 2)] for x in peers]
+        rows.append(["Median", median])
+        lib.write_table_xlsx(ws / VALUATION_BOOK, "Comps", ["Company", "EV/EBITDA"], rows)
+        lib.write_answer(ws, {"peer_count": len(peers), "median_ev_ebitda": median})
+        return
+    comps = lib.xlsx_records(ws / VALUATION_BOOK, "Comps")
+    median = float(next(r["EV/EBITDA"] for r in comps if r["Company"] == "Median"))
+    ebitda = _year_value(_line(_model(ws), "IS", "EBITDA"), p["year"])
+    net_debt = _net_debt(ws)
+    shares = float(
+        lib.xlsx_label_value(_one(ws, "merger/*.xlsx"), "Inputs", "Target diluted shares (m)")
+    )
+    ev = median * ebitda
+    equity = ev - net_debt
+    values = [median, ebitda, ev, net_debt, equity, equity / shares]
+    labels = ["Median EV/EBITDA", "EBITDA", "Enterprise Value", "Net Debt", "Equity Value"]
+    wb = openpyxl.load_workbook(ws / VALUATION_BOOK)
+    sheet = wb.create_sheet("Valuation")
+    sheet.append(["Item", "Value"])
+    for label, value in zip([*labels, "Per Share"], values, strict=True):
+        sheet.append([label, value])
+    wb.save(ws / VALUATION_BOOK)
+    lib.write_answer(ws, {"implied_ev": ev, "per_share": equity / shares})
+
+
 def deal_memo(ws: Path, p: dict[str, Any]) -> None:
     price, synergies = _offer(ws)
     answer: dict[str, Any] = {"offer_price": price}
@@ -410,6 +445,7 @@ SOLVERS = {
     "banking.cim_profile": cim_profile,
     "banking.comps_output": comps_output,
     "banking.deal_memo": deal_memo,
+    "banking.comps_valuation": comps_valuation,
     "banking.starter_named_range": starter_named_range,
 }
 

@@ -288,6 +288,28 @@ def fee_change(ws: Path, p: dict[str, Any]) -> None:
     )
 
 
+def fee_update_memo(ws: Path, p: dict[str, Any]) -> None:
+    fees, approved = _current_fees(ws)
+    paragraphs = []
+    for path in sorted(ws.glob("engagement/contract/change_requests/CR-*.docx")):
+        fields = {r[0]: r[1] for r in lib.docx_tables(path)[0]}
+        cr, milestone = fields["Change request"], fields["Milestone"]
+        fee = f"{int(fees[milestone]):,}"
+        if cr in approved:
+            paragraphs.append(
+                f"{cr} ({milestone}): approved by the client; the fee is now USD {fee}."
+            )
+        else:
+            paragraphs.append(f"{cr} ({milestone}): not approved; the fee stays USD {fee}.")
+    total = sum(fees.values())
+    paragraphs += [
+        f"total fees: USD {int(total):,}",
+        f"approved change requests: {', '.join(sorted(approved))}",
+    ]
+    lib.write_memo_docx(ws / "output" / "fee_update_memo.docx", p["heading"], paragraphs)
+    lib.write_answer(ws, {"total_fees": total, "approved_change_requests": approved})
+
+
 def milestone_invoice(ws: Path, p: dict[str, Any]) -> None:
     fees, approved = _current_fees(ws)
     row = next(r for r in _milestones(ws) if r["Milestone"] == p["milestone"])
@@ -444,6 +466,7 @@ SOLVERS = {
 }
 SOLVERS["consulting.sow_milestone_unsupported"] = sow_milestone
 SOLVERS["consulting.billing_plan"] = billing_plan
+SOLVERS["consulting.fee_update_memo"] = fee_update_memo
 
 
 def solve(params: dict[str, Any], workspace: Path) -> None:
