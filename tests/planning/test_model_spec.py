@@ -75,5 +75,5 @@ def test_a_hugging_face_config_reads_like_the_named_file(tmp_path: Path) -> None
 
 
 def test_an_unknown_model_is_named_in_the_error(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"nope: not a named model \(qwen3"):
+    with pytest.raises(ValueError, match=r"nope: not a named model \(qwen2.5-32b, qwen3"):
         load_model("nope")

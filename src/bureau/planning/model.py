@@ -34,6 +34,10 @@ class Attention(StrictModel):
     gated: bool = False
     """An output gate computed by the query projection (Qwen3-Next/3.5): q_proj is twice as
     wide."""
+    qk_norm: bool = True
+    """RMSNorm on queries and keys (Qwen3 on); Qwen2.5 has none."""
+    qkv_bias: bool = False
+    """Biases on the q, k and v projections (Qwen2.5)."""
 
 
 class LinearAttention(StrictModel):
@@ -112,7 +116,9 @@ class ModelSpec(StrictModel):
         q = h * a.num_heads * a.head_dim * (2 if a.gated else 1)
         kv = 2 * h * a.num_kv_heads * a.head_dim
         out = a.num_heads * a.head_dim * h
-        return q + kv + out + 2 * a.head_dim  # q and k norms
+        norms = 2 * a.head_dim if a.qk_norm else 0
+        bias = (a.num_heads + 2 * a.num_kv_heads) * a.head_dim if a.qkv_bias else 0
+        return q + kv + out + norms + bias
 
     def linear_attention_params(self) -> int:
         la = self.linear_attention
