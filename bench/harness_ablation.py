@@ -99,6 +99,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("runs/harness-ablation"))
     parser.add_argument("--explorer", action="store_true", help="The scripted explorer.")
     parser.add_argument("--per-template", type=int, default=2, help="With --explorer.")
+    parser.add_argument(
+        "--context-length", type=int, default=32768, help="With --explorer, no --harness."
+    )
     args = parser.parse_args()
     if args.explorer:
         explorer_ablation(args)
@@ -171,7 +174,14 @@ def explorer_ablation(args: argparse.Namespace) -> None:
         if taken[template] < args.per_template and not step_names(args.tasks / task["path"]):
             taken[template] += 1
             paths.append(args.tasks / task["path"])
-    base = base_harness(args.harness).model_copy(update={"max_turns": 150})
+    # The explorer's own harness: every tool group and a real context (the teacher's harness,
+    # the default of the model ablation, has 4,096 tokens and a few tools: a first run with it
+    # ended 14 of 41 explorations on an exhausted context at 8 tool calls).
+    if args.harness is not None:
+        base = base_harness(args.harness).model_copy(update={"max_turns": 150})
+    else:
+        length = args.context_length
+        base = HarnessConfig(max_turns=150, context_length=length, max_tokens=length)
     evidence = {f"bureau/{p.name}": task_targets(p) for p in paths}
     results: dict[str, Any] = {}
     for name, harness in settings_of(base).items():
