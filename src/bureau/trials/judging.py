@@ -148,8 +148,7 @@ def skipped_judge_criteria(trials_dir: Path) -> dict[str, dict[str, int]]:
                 skipped = json.loads(grading.read_text(encoding="utf-8")).get("skipped") or []
             except (OSError, ValueError, AttributeError):
                 continue
-            counts = found.setdefault(task, {}) if skipped else None
             for criterion in skipped:
-                assert counts is not None
+                counts = found.setdefault(task, {})
                 counts[str(criterion)] = counts.get(str(criterion), 0) + 1
     return found
