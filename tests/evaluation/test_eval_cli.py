@@ -16,6 +16,8 @@ from typing import Any
 import mcp  # noqa: F401
 import torch  # noqa: F401
 
+from report_support import check_report
+
 
 def bureau(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -64,6 +66,13 @@ def test_eval_runs_a_model_and_writes_the_report(
     assert (out / "trajectories.parquet").is_file()
     assert (out / "config.resolved.toml").is_file()
     assert sum(t["tasks"] for t in report["templates"].values()) == 2
+    # `bureau report` draws it: the domains, templates, pass@k and outcomes of these trials.
+    drawn = bureau("report", str(out))
+    assert drawn.returncode == 0, drawn.stdout[-3000:] + drawn.stderr[-3000:]
+    charts = check_report((out / "report.html").read_text())
+    assert charts["pass@k"] == 2 and charts["Error taxonomy"] >= 1
+    assert 1 <= charts["Pass@1 per domain"] <= len(report["domains"])
+    assert 1 <= charts["Pass@1 per template"] <= len(report["templates"])
 
     # Again, paired with the first run: the same two tasks.
     again = bureau(

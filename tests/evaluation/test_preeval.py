@@ -11,7 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bureau.evaluation.preeval import gate_passes, load_results, taxonomy, write_preeval
+from bureau.report.page import write_report
 from bureau.trials.result import Timing, TrialResult
+from report_support import check_report
 
 
 def trial(name: str, status: str, reward: float | None, agent_started: bool) -> TrialResult:
@@ -71,4 +73,8 @@ def test_preeval_runs_a_policy_and_gates_training(
     assert "pre-evaluation: 2 trials" in done.stdout
     # The file says what the trials say.
     assert taxonomy(load_results(out / "trials"))["trials"] == 2
+    # Its report: the gate's verdict and the taxonomy of the same two trials.
+    page = write_report(out).read_text()
+    assert check_report(page)["Error taxonomy"] >= 1
+    assert "system-error gate" in page and ("passed: " in page or "failed: " in page)
     assert write_preeval(tmp_path, taxonomy([]), 0.005).exists()

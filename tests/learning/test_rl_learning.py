@@ -25,6 +25,9 @@ import pytest
 import ray  # noqa: F401
 import torch  # noqa: F401
 
+from bureau.report.page import write_report
+from report_support import check_report, chromium_render
+
 pytestmark = pytest.mark.slow
 
 TEMPLATE = "law.starter_register_value"
@@ -151,6 +154,16 @@ def test_rl_raises_the_reward_of_a_bootstrapped_policy(
     ]
     print(f"full-credit log-likelihood margin {margins[0]:.2f} -> {margins[1]:.2f}")
     assert margins[1] > margins[0] + 0.1
+
+    # `bureau report` of this run, opened in headless Chromium: every chart rendered its
+    # points (6 steps of trained reward and Pass@1, two evaluations of each), no script error.
+    page = write_report(tmp_path / "run")
+    charts = check_report(page.read_text())
+    assert charts["Reward and Pass@1 over steps"] == 6 + 6 + 2 + 2, charts
+    rendered = chromium_render(page, tmp_path / "report.png")
+    assert rendered.script_errors == 0 and rendered.ready
+    assert rendered.charts.keys() == charts.keys()
+    assert all(drawn == expected > 0 for expected, drawn in rendered.charts.values()), rendered
 
 
 def _margin(weights: Path, trajectories: Path) -> float:

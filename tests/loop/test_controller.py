@@ -21,6 +21,7 @@ from bureau.loop.controller import Controller, LoopSettings, LoopStalled
 from bureau.loop.data import TaskStream
 from bureau.loop.rollout import Rollout, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
+from bureau.loop.status import RunStatus
 from bureau.records import TrainBatch, TrajectoryRecord, read_trajectories
 
 TASKS = [
@@ -426,3 +427,41 @@ def test_evaluation_tasks_that_are_training_tasks_are_named(tmp_path: Path) -> N
     other = task("e2", "Look up C-501.")
     assert trained_on([train[1], copy, other], train) == ["t2", "e1"]
     assert trained_on([other], train) == []
+
+
+class PhaseLog(RunStatus):
+    """Every phase the loop says it is in, in order, with what it said of its buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def set(self, phase: str) -> None:
+        super().set(phase)
+        if not self.seen or self.seen[-1] != phase:
+            self.seen.append(phase)
+
+
+def test_the_loop_says_what_it_is_doing(tmp_path: Path) -> None:
+    """`bureau train` prints the phase whenever it has been quiet for a while: waiting for
+    rollouts, a trainer step, a weight push, a checkpoint, an evaluation."""
+    controller, *_ = make(
+        tmp_path, steps=2, staleness=1, eval_tasks=TASKS[:1], eval_at_start=True,
+        eval_at_end=True,
+    )  # fmt: skip
+    status = PhaseLog()
+    controller.status = status
+    status.detail = controller.describe
+    asyncio.run(controller.run())
+    assert status.seen[0] == "evaluating (start): 1 tasks"
+    assert status.seen[1:5] == [
+        "waiting for rollouts for step 1",
+        "training step 1",
+        "pushing the weights of step 1 to the engines",
+        "waiting for rollouts for step 2",
+    ]
+    assert "saving the checkpoint of step 2" in status.seen
+    assert status.seen[-1] == "evaluating (end): 1 tasks"
+    described = status.describe()
+    assert described.startswith("evaluating (end): 1 tasks (")
+    assert "/2 groups" in described and "dropped as stale" in described

@@ -56,6 +56,8 @@ def run_demo(out: Path, seed: int, jobs: int) -> int:
     else:
         learned = "[red]RL did not improve held-out Pass@1 on this run[/]"
     console.print(f"{checks}; {learned}; summary in {out / 'demo-summary.json'}")
+    if rl is not None and rl.get("report"):
+        console.print(f"report of the RL run (open it in a browser): {rl['report']}")
     return 0 if ok else 1
 
 

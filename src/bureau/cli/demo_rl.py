@@ -134,8 +134,11 @@ def run_demo_rl(
     out: Path, results: dict[str, Any], *, seed: int, jobs: int, sizes: DemoSizes = DemoSizes()
 ) -> bool:
     """Stages 1-5 of the module docstring; returns whether held-out Pass@1 rose."""
+    from bureau.cli.rl import Progress
     from bureau.loop.controller import LoopStalled
     from bureau.loop.run import train
+    from bureau.loop.status import RunStatus
+    from bureau.report.page import write_report
 
     root = out / "rl"
     shutil.rmtree(root, ignore_errors=True)
@@ -144,11 +147,21 @@ def run_demo_rl(
 
     t = _stage("held-out eval, asynchronous RL on Ray, held-out eval again")
     config = rl_config(root, seed=seed, sizes=sizes, evaluate_on=root / "eval")
+    status = RunStatus()
+    progress = Progress(console, config.steps, status, config.logging.heartbeat_s)
     try:
-        steps = train(config, say=lambda line: console.print(line, highlight=False))
+        with progress:
+            steps = train(
+                config,
+                say=progress.say,
+                on_step=progress.step,
+                on_eval=progress.evaluated,
+                status=status,
+            )
     except LoopStalled as stalled:  # a policy too weak for any signal: say so, keep the rest
         console.print(f"[red]RL stopped:[/] {stalled}")
         results["rl"] = {"improved": False, "error": str(stalled), "wall_s": walls}
+        results["rl"]["report"] = str(write_report(config.out))
         return False
     walls["rl"] = time.perf_counter() - t
     evals = json.loads((config.out / "evals.json").read_text())
@@ -168,6 +181,7 @@ def run_demo_rl(
         "steps": steps,
         "wall_s": walls,
         "run": str(config.out),
+        "report": str(write_report(config.out)),
     }
     return verdict.improved
 

@@ -20,6 +20,7 @@ from bureau.cli.eval import eval_command, preeval_command
 from bureau.cli.model import model_app
 from bureau.cli.options import SetOverrides
 from bureau.cli.plan import plan_command
+from bureau.cli.report import report_command
 from bureau.cli.rl import train_command
 from bureau.cli.serve import serve_command
 from bureau.cli.sft import bootstrap_app, train_sft_command
@@ -45,6 +46,7 @@ app.command("preeval")(preeval_command)
 app.command("analyze")(analyze_command)
 app.command("train")(train_command)
 app.command("plan")(plan_command)
+app.command("report")(report_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
 SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}

@@ -103,7 +103,7 @@ def _json(path: Path) -> Any:
         return None
 
 
-def _task_metadata(path: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def task_metadata(path: str, cache: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if path not in cache:
         try:
             data = tomllib.loads((Path(path) / "task.toml").read_text(encoding="utf-8"))
@@ -165,7 +165,7 @@ def read_attempt(trial_dir: Path, final: bool, meta_cache: dict[str, dict[str, A
     record = _json(trial_dir / "agent" / "record.json")
     grading = _json(trial_dir / "verifier" / "grading.json")
     config = _json(trial_dir / "config.json") or {}
-    meta = _task_metadata(result.task_id.get("path", ""), meta_cache)
+    meta = task_metadata(result.task_id.get("path", ""), meta_cache)
     attempt = Attempt(
         result.trial_name, result.task_name, result.status, result.reward, final,
         template=str(meta.get("template", "?")), domain=str(meta.get("domain", "?")),

@@ -200,7 +200,11 @@ class LoggingSection(StrictModel):
     tensorboard: bool = True
     """Write step metrics to TensorBoard (`RUN/tensorboard`) as well as `metrics.jsonl`."""
     progress: bool = True
-    """Show the live progress line (step, reward, Pass@1, staleness, trainer wait, ETA)."""
+    """Show the live progress: a line per step (reward, Pass@1, staleness, groups dropped as
+    stale, trainer wait, sync, errors, ETA), one per evaluation, and what the run is waiting
+    for whenever nothing was printed for `heartbeat_s`."""
+    heartbeat_s: float = Field(default=30.0, gt=0)
+    """With `progress`: the longest the terminal stays silent while the run waits."""
     live_every_s: float = Field(default=5.0, gt=0)
     """How often the `live/*` rows (stale drops, requeues, the buffer, trajectories in
     flight) go to `metrics.jsonl`, between steps too: a run that trains nothing still says

@@ -34,6 +34,7 @@ from bureau.loop.ports import MetricsSink, TrainerPort, WeightPort
 from bureau.loop.rollout import Rollout, RolloutBackend, RolloutRequest, TaskRef, WorkerLost
 from bureau.loop.staleness import Admission, group_staleness
 from bureau.loop.stats import eval_metrics, rollout_metrics
+from bureau.loop.status import RunStatus
 from bureau.records import write_parquet
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class Controller:
         on_step: Callable[[dict[str, Any]], None] | None = None,
         on_eval: Callable[[dict[str, Any]], None] | None = None,
         trajectories_dir: Path | None = None,
+        status: RunStatus | None = None,
     ) -> None:
         self.settings = settings
         self.stream = stream
@@ -109,6 +111,9 @@ class Controller:
         self.on_eval = on_eval
         self.trajectories_dir = trajectories_dir
         """Where each step's trajectories go, `step-NNNNNN.parquet` (None: nowhere)."""
+        self.status = status or RunStatus()
+        """The phase the loop is in, for a person watching (`bureau train`'s progress)."""
+        self.status.detail = self.describe
         self.version = 0
         self.admission = Admission(settings.groups_per_step, settings.max_staleness)
         self.buffer = GroupBuffer()
@@ -151,6 +156,15 @@ class Controller:
         if self.settings.eval_at_end and self.eval_tasks and not self.stop_requested.is_set():
             await self._evaluate("end")
         return history
+
+    def describe(self) -> str:
+        """The buffer and what is in flight, in words."""
+        return (
+            f"buffer {len(self.buffer)}/{self.settings.groups_per_step} groups, "
+            f"{self.admission.running} groups ({self.activity.running} trajectories) in flight, "
+            f"{self._counters['buffer/dropped_stale']} dropped as stale, "
+            f"{self._counters['rollout/requeued']} requeued"
+        )
 
     def request_stop(self) -> None:
         """Finish the current step, checkpoint and return (Ctrl-C)."""
@@ -235,6 +249,7 @@ class Controller:
         taken: list[Group] = []
         waited = 0.0
         while len(taken) < self.settings.groups_per_step:
+            self.status.set(f"waiting for rollouts for step {self.version + 1}")
             started = time.perf_counter()
             await self.buffer.wait_for(1)
             waited += time.perf_counter() - started
@@ -323,6 +338,7 @@ class Controller:
             busy_started = time.perf_counter()
             async with self._weights_lock:
                 generated_before = self.activity.slot_seconds()
+                self.status.set(f"training step {self.version + 1}")
                 metrics = await self.trainer.step(made.batch)
                 busy = time.perf_counter() - busy_started
                 # Async RL overlaps them; sync RL (max_staleness 0) must show 0 here.
@@ -340,6 +356,7 @@ class Controller:
                     if barren >= self.settings.max_batches_without_signal:
                         raise LoopStalled.no_signal(barren, barren_why, barren_errors)
                     continue
+                self.status.set(f"pushing the weights of step {self.version + 1} to the engines")
                 sync = await self.weights.publish(self.version + 1)
                 if sync.get("weights/engines_updated", 1.0) > 0:
                     await self.rollout.set_weight_version(self.version + 1)
@@ -409,6 +426,7 @@ class Controller:
     # -- evaluation -----------------------------------------------------------------------
 
     async def _evaluate(self, label: str) -> dict[str, Any]:
+        self.status.set(f"evaluating ({label}): {len(self.eval_tasks)} tasks")
         started = time.perf_counter()
         requests = [
             RolloutRequest(
@@ -443,6 +461,7 @@ class Controller:
             "counters": dict(self._counters),
         }
         folder = checkpoints.step_folder(self.checkpoint_dir, self.version)
+        self.status.set(f"saving the checkpoint of step {self.version}")
         await self.trainer.save(folder, state)
         checkpoints.commit(self.checkpoint_dir, folder)
         self._last_checkpoint = self.version

@@ -24,6 +24,7 @@ from bureau.loop.controller import Controller, LoopSettings
 from bureau.loop.data import TaskStream, load_tasks, trained_on
 from bureau.loop.metrics import MetricsLog, truncate_metrics
 from bureau.loop.rollout import TaskRef
+from bureau.loop.status import RunStatus
 
 if TYPE_CHECKING:
     from bureau.evaluation.run import EvalConfig
@@ -104,9 +105,15 @@ def preevaluate(config: RunConfig, tasks: list[TaskRef], say: Say) -> dict[str, 
 
 
 def train(
-    config: RunConfig, *, say: Say = print, on_step: Callable[..., None] | None = None
+    config: RunConfig,
+    *,
+    say: Say = print,
+    on_step: Callable[..., None] | None = None,
+    on_eval: Callable[..., None] | None = None,
+    status: RunStatus | None = None,
 ) -> int:
-    """Run (or resume) the configured training; returns the final step."""
+    """Run (or resume) the configured training; returns the final step. `on_step` gets each
+    step's metrics, `on_eval` each evaluation's; `status` follows the phase the run is in."""
     from bureau.loop.actors.cluster import RayRun, connect_ray, disconnect_ray
     from bureau.loop.actors.ports import RayRollout, RayTrainer, weight_port
 
@@ -132,10 +139,13 @@ def train(
         )
     held_out = "held-out" if not seen else "evaluation"
     say(f"{len(tasks)} training tasks, {len(eval_tasks)} {held_out} tasks")
+    status = status or RunStatus()
     if config.preeval.enabled and resume is None:
+        status.set(f"pre-evaluating {len(tasks)} tasks")
         preevaluate(config, tasks, say)
+    status.set("starting Ray")
     started_ray = connect_ray(config)
-    run = RayRun(config, say)
+    run = RayRun(config, say, status)
     sink = MetricsLog(out, tensorboard=config.logging.tensorboard)
     try:
         run.start()
@@ -156,7 +166,9 @@ def train(
             checkpoint_dir=checkpoint,
             eval_tasks=eval_tasks,
             on_step=on_step,
+            on_eval=(lambda r: on_eval(r | {"held_out": not seen})) if on_eval else None,
             trajectories_dir=out / TRAJECTORIES,
+            status=status,
         )
 
         async def main() -> None:
@@ -167,6 +179,7 @@ def train(
             try:
                 await controller.run()
                 if config.checkpoint.export_weights:
+                    status.set("exporting the final weights")
                     await trainer.export(out / "weights")
             finally:
                 for signum in (signal.SIGINT, signal.SIGTERM):

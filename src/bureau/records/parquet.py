@@ -87,6 +87,15 @@ def read_trajectories(path: Path, *, include_dropped: bool = False) -> list[Traj
     return [r for r in records if include_dropped or r.dropped is None]
 
 
+def read_columns(path: Path, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """Some columns of a file `write_parquet` wrote, one dict a row, without the token lists
+    a whole record carries (a report over a long run's steps)."""
+    import pyarrow.parquet as pq
+
+    rows: list[dict[str, Any]] = pq.read_table(path, columns=list(columns)).to_pylist()
+    return rows
+
+
 def read_parquet(path: Path, columns: Sequence[str] | None = None) -> list[TrajectoryRecord]:
     """Read records written by `write_parquet`."""
     import pyarrow.parquet as pq

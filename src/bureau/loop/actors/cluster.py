@@ -15,6 +15,7 @@ from ray.util.scheduling_strategies import (
 )
 
 from bureau.loop.config import RunConfig
+from bureau.loop.status import RunStatus
 
 Say = Callable[[str], None]
 STOP_TIMEOUT_S = 60.0
@@ -60,9 +61,10 @@ class SharedPathsError(RuntimeError):
 class RayRun:
     """The actors of one run; `start()` places them, `close()` releases them (idempotent)."""
 
-    def __init__(self, config: RunConfig, say: Say) -> None:
+    def __init__(self, config: RunConfig, say: Say, status: RunStatus | None = None) -> None:
         self.config = config
         self.say = say
+        self.status = status or RunStatus()
         self.trainer_ranks: list[Any] = []
         self.engines: list[Any] = []
         self.workers: list[Any] = []
@@ -97,8 +99,12 @@ class RayRun:
         self.group = placement(self.bundles) if self.bundles else None
         self._index = 0
         self.check_shared_paths()  # before any actor: one that cannot see the model fails opaquely
+        self.status.set(f"starting the trainer ({cfg.ray.trainer_ranks} rank(s))")
         self._start_trainer()
+        if counts["engine"]:
+            self.status.set(f"starting {counts['engine']} {cfg.engines.kind} engine(s)")
         self._start_engines()
+        self.status.set(f"starting {cfg.rollout.workers} rollout worker(s)")
         self._start_workers()
 
     def _options(self, role: str, index: int) -> dict[str, Any]:
