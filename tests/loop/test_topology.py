@@ -49,7 +49,8 @@ def test_two_vllm_engines_get_every_version_and_a_sigterm_leaves_no_engine_behin
     tree = run_config(
         run, tool_model, answer_tasks, steps=20, **QUICK,
         **{"engines.kind": "vllm", "engines.count": 2, "engines.num_cpus": 0.5,
-           "async.max_staleness": staleness, "async.groups_per_step": 1},
+           "async.max_staleness": staleness, "async.groups_per_step": 1,
+           "logging.progress": True, "logging.heartbeat_s": 5},
     )  # fmt: skip
     config.write_text(tomli_w.dumps(tree))
     log = tmp_path / "driver.log"
@@ -66,6 +67,11 @@ def test_two_vllm_engines_get_every_version_and_a_sigterm_leaves_no_engine_behin
     text = log.read_text()
     steps = steps_of(run)
     assert enough <= len(steps) < 20, text[-3000:]
+    # What a person watching saw: while the engines started (half a minute and more), the run
+    # said so every 5 s of silence; then a line per step.
+    said = " ".join(text.split())  # rich wraps long lines
+    assert "... starting 2 vllm engine(s) (" in said, text[:3000]
+    assert f"step {len(steps)}/20 reward" in said and "dropped stale 0" in said
     assert [r["step"] for r in steps] == list(range(1, len(steps) + 1))
     # Nothing dropped as stale, and every trained token at most `staleness` versions old.
     assert all(r.get("buffer/dropped_stale", 0) == 0 for r in steps), steps[-1]
