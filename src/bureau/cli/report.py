@@ -24,7 +24,7 @@ def report_command(
     intervals), domains and templates, the error taxonomy, stop reasons, staleness, the
     sampler/trainer mismatch, throughput and trainer wait, weight-sync times and the resolved
     config. One HTML file with everything inline: it opens offline."""
-    from bureau.cli.commands import console
+    from bureau.cli.common import console
     from bureau.report.run import NotARun
 
     try:

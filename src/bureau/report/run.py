@@ -230,7 +230,8 @@ def _step_intervals(
         names = [row["trial_name"] for row in read_columns(file, ["trial_name"])]
         rows = [_row(results[n], meta) for n in names if n in results]
         if rows:
-            found.append(StepInterval(step, summarize_attempts(rows, seed=step).overall))
+            report = summarize_attempts(rows, seed=step, resamples=RESAMPLES)
+            found.append(StepInterval(step, report.overall))
     return found
 
 
