@@ -146,6 +146,23 @@ def _column(steps: Sequence[dict[str, Any]], key: str) -> list[float | None]:
     return values
 
 
+# Per-step lines read from metrics.jsonl: (chart, title, [(label, key, axis)], y labels).
+STEP_LINES: tuple[tuple[str, str, list[tuple[str, str, int]], str, str], ...] = (
+    ("mismatch", "Sampler vs trainer: mismatch KL and |Δ logprob|",
+     [("mismatch KL", "mismatch_kl", 0), ("mean |Δ logprob|", "abs_logprob_diff", 1)],
+     "KL", "|Δ logprob|"),
+    ("throughput", "Throughput and trainer wait",
+     [("sampled tokens/s", "perf/sampled_tokens_per_s", 0),
+      ("trainer tokens/s", "train/tokens_per_s", 0),
+      ("trainer wait (share of the step)", "perf/trainer_wait_ratio", 1)],
+     "tokens/s", "share"),
+    ("weight-sync", "Weight sync",
+     [("sync (s)", "weights/sync_s", 0), ("export (s)", "weights/export_s", 0),
+      ("engine update (s)", "weights/engine_update_s", 0)],
+     "seconds", ""),
+)  # fmt: skip
+
+
 def _train_sections(run: Run) -> list[str]:
     steps = run.steps
     x = [int(r["step"]) for r in steps]
@@ -224,48 +241,9 @@ def _train_sections(run: Run) -> list[str]:
             ylabel2="groups",
         )
     )
-    charts.append(
-        lines(
-            "mismatch",
-            "Sampler vs trainer: mismatch KL and |Δ logprob|",
-            [
-                Series("mismatch KL", x, _column(steps, "mismatch_kl")),
-                Series("mean |Δ logprob|", x, _column(steps, "abs_logprob_diff"), axis=1),
-            ],
-            ylabel="KL",
-            ylabel2="|Δ logprob|",
-        )
-    )
-    charts.append(
-        lines(
-            "throughput",
-            "Throughput and trainer wait",
-            [
-                Series("sampled tokens/s", x, _column(steps, "perf/sampled_tokens_per_s")),
-                Series("trainer tokens/s", x, _column(steps, "train/tokens_per_s")),
-                Series(
-                    "trainer wait (share of the step)",
-                    x,
-                    _column(steps, "perf/trainer_wait_ratio"),
-                    axis=1,
-                ),
-            ],
-            ylabel="tokens/s",
-            ylabel2="share",
-        )
-    )
-    charts.append(
-        lines(
-            "weight-sync",
-            "Weight sync",
-            [
-                Series("sync (s)", x, _column(steps, "weights/sync_s")),
-                Series("export (s)", x, _column(steps, "weights/export_s")),
-                Series("engine update (s)", x, _column(steps, "weights/engine_update_s")),
-            ],
-            ylabel="seconds",
-        )
-    )
+    for name, title, plotted, ylabel, ylabel2 in STEP_LINES:
+        series = [Series(label, x, _column(steps, key), axis=axis) for label, key, axis in plotted]
+        charts.append(lines(name, title, series, ylabel=ylabel, ylabel2=ylabel2))
     out.append(_section("Over the steps", charts))
     out.append(_breakdown_section(run))
     return out
