@@ -112,6 +112,34 @@ def test_the_learning_rate_schedule_by_hand() -> None:
         OptimizerConfig(schedule="cosine").lr_factor(0)
 
 
+def test_adamw_takes_the_fused_kernel_and_its_step_is_adams_by_hand() -> None:
+    """One AdamW step from zero moments moves each weight by lr * g / (|g| + eps), less the
+    decoupled decay lr * wd * w: with lr 0.1, wd 0.5, w = [1, -2], g = [3, -0.5] (eps 1e-8),
+    w' = w * (1 - 0.05) - 0.1 * sign(g) = [0.85, -1.8]. The second step's bias-corrected moments
+    by hand: m = 0.9 m + 0.1 g', v = 0.999 v + 0.001 g'^2 with g' = [1, 1]."""
+    from bureau.trainer.config import adamw, build_optimizer
+
+    weight = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    optimizer = adamw([weight], lr=0.1, weight_decay=0.5, eps=1e-8)
+    assert optimizer.defaults["fused"] is True  # float32 on the CPU: the fused kernel
+    weight.grad = torch.tensor([3.0, -0.5])
+    optimizer.step()
+    assert weight.detach().tolist() == pytest.approx([0.85, -1.8], abs=1e-6)
+    weight.grad = torch.tensor([1.0, 1.0])
+    optimizer.step()
+    m = [0.9 * 0.1 * 3.0 + 0.1, 0.9 * 0.1 * -0.5 + 0.1]
+    v = [0.999 * 0.001 * 9.0 + 0.001, 0.999 * 0.001 * 0.25 + 0.001]
+    expected = [
+        w * (1 - 0.05) - 0.1 * (mi / (1 - 0.9**2)) / (math.sqrt(vi / (1 - 0.999**2)) + 1e-8)
+        for w, mi, vi in zip([0.85, -1.8], m, v, strict=True)
+    ]
+    assert weight.detach().tolist() == pytest.approx(expected, abs=1e-6)
+    # Where no fused kernel exists for every parameter (here float64), the foreach one.
+    double = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64))
+    assert not adamw([double], lr=0.1).defaults["fused"]
+    assert build_optimizer([weight], OptimizerConfig())[0].defaults["fused"] is True
+
+
 def test_the_optimizer_follows_the_schedule(model: Any) -> None:
     trainer = _trainer(model, optimizer=OptimizerConfig(lr=1e-3, warmup_steps=1))
     lrs = []

@@ -175,6 +175,7 @@ def pretrain_copy(
     from transformers import AutoTokenizer
 
     from bureau.models.checkpoint import load_checkpoint
+    from bureau.trainer.config import adamw
 
     say = log or (lambda _: None)
     torch.manual_seed(config.seed)
@@ -186,7 +187,7 @@ def pretrain_copy(
     held_out = [task.sample(random.Random(f"held-out/{config.seed}/{i}")) for i in range(64)]
     weight = model.get_output_embeddings().weight
     body = model.get_decoder()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+    optimizer = adamw(list(model.parameters()), lr=config.lr, weight_decay=0.0)
     vocab = len(tokenizer)
     negatives = torch.Generator().manual_seed(config.seed)
     config.out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -77,18 +77,30 @@ class TrainerConfig(StrictModel):
     """Seeds python, numpy and torch when the trainer is built."""
 
 
+def adamw(params: list[torch.nn.Parameter], **options: Any) -> torch.optim.AdamW:
+    """`torch.optim.AdamW` with its fused kernel (one pass over each tensor) where torch has one
+    for every parameter, else the foreach one. On CPU the fused step of a tiny Qwen3's 20M
+    parameters took 13 ms where foreach took 85 ms (`bench/optimizer.py`); the two agree to
+    float rounding."""
+    import torch
+
+    floats = (torch.float32, torch.bfloat16, torch.float16)
+    fused = all(p.device.type in ("cpu", "cuda") and p.dtype in floats for p in params)
+    kernel: dict[str, Any] = {"fused": True} if fused else {"foreach": True}
+    return torch.optim.AdamW(params, **options, **kernel)
+
+
 def build_optimizer(
     params: list[torch.nn.Parameter], config: OptimizerConfig
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     import torch
 
-    optimizer = torch.optim.AdamW(
+    optimizer = adamw(
         params,
         lr=config.lr,
         betas=config.betas,
         eps=config.eps,
         weight_decay=config.weight_decay,
-        foreach=True,
     )
     # A plain function: LambdaLR leaves functions out of its state dict (the config holds them).
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: config.lr_factor(step))
