@@ -219,7 +219,7 @@ def test_fsdp2_ranks_as_actors_broadcast_to_engines_placed_on_logical_gpus(
 
 
 def test_a_node_that_does_not_see_the_runs_paths_is_named(tmp_path: Path) -> None:
-    from bureau.loop.actors.remote import check_paths
+    from bureau.loop.actors.probes import check_paths
 
     marker = tmp_path / ".node-check-x"
     marker.write_text("bureau-x")

@@ -9,5 +9,9 @@ imports Ray.
   its trajectories (Ray restarts it); an engine that dies is restarted on the same port and gets
   the current weights again (`repair`).
 - `cluster`: connecting to Ray and placing a run's actors in one placement group with their
-  resources, so the same code asks for GPUs on a cluster.
+  resources, so the same code asks for GPUs on a cluster. The trainer's and the engines'
+  processes start side by side; the rollout workers, which need the engines' addresses, after.
+- `probes`: the Ray tasks a run sends to a node (a free port, whether it sees the run's paths,
+  where an actor landed), in a module as light as Ray itself: the worker process that runs one
+  imports it (`remote` would cost it seconds of torch imports, twice a run).
 """

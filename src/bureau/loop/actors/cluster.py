@@ -75,6 +75,7 @@ class RayRun:
         self.prefix = f"bureau-{uuid.uuid4().hex[:8]}"
         """Actors are named `<prefix>-<role>-<index>` (`ray.get_actor` from this driver)."""
         self.engine_urls: list[str] = []
+        self._engines_launched = 0.0
         self.served_model = config.model.served_name or config.model.path.name
 
     def _specs(self) -> dict[str, dict[str, float]]:
@@ -99,11 +100,15 @@ class RayRun:
         self.group = placement(self.bundles) if self.bundles else None
         self._index = 0
         self.check_shared_paths()  # before any actor: one that cannot see the model fails opaquely
+        # The trainer's and the engines' processes start side by side (each loads the model);
+        # the rollout workers need the engines' addresses, so they come last.
+        self._launch_trainer()
+        self._launch_engines()
         self.status.set(f"starting the trainer ({cfg.ray.trainer_ranks} rank(s))")
-        self._start_trainer()
+        self._setup_trainer()
         if counts["engine"]:
             self.status.set(f"starting {counts['engine']} {cfg.engines.kind} engine(s)")
-        self._start_engines()
+        self._await_engines()
         self.status.set(f"starting {cfg.rollout.workers} rollout worker(s)")
         self._start_workers()
 
@@ -130,7 +135,7 @@ class RayRun:
     def _port_in(self, options: dict[str, Any]) -> int:
         """A free port on the node the actor with `options` will run on (another node's free
         port may be taken there); Ray restarts the actor with the same one."""
-        from bureau.loop.actors.remote import free_port
+        from bureau.loop.actors.probes import free_port
 
         strategy = options.get("scheduling_strategy")
         if strategy is None:
@@ -143,7 +148,7 @@ class RayRun:
         folder, the model and the task folders under the same paths (one machine, or a
         filesystem the nodes share): a marker written here must be readable there. Runs
         before any actor starts. Raises `SharedPathsError` naming each node and path."""
-        from bureau.loop.actors.remote import check_paths
+        from bureau.loop.actors.probes import check_paths
 
         cfg = self.config
         cfg.out.mkdir(parents=True, exist_ok=True)
@@ -210,18 +215,18 @@ class RayRun:
         ]
         return {"strategy": table.get("strategy"), "bundles": self.bundles, "actors": actors}
 
-    def _start_trainer(self) -> None:
+    def _launch_trainer(self) -> None:
         from bureau.loop.actors.remote import TrainerActor, actor
 
-        cfg = self.config
-        n = cfg.ray.trainer_ranks
+        n = self.config.ray.trainer_ranks
         self.trainer_ranks = [
-            actor(
-                TrainerActor,
-                **self._options("trainer", rank),
-            ).remote(rank, n)
+            actor(TrainerActor, **self._options("trainer", rank)).remote(rank, n)
             for rank in range(n)
         ]
+
+    def _setup_trainer(self) -> None:
+        cfg = self.config
+        n = cfg.ray.trainer_ranks
         master = ray.get(self.trainer_ranks[0].address.remote())
         ray.get(
             [
@@ -238,12 +243,12 @@ class RayRun:
         )
         self.say(f"trainer: {n} rank(s) on {cfg.model.path}")
 
-    def _start_engines(self) -> None:
+    def _launch_engines(self) -> None:
         from bureau.inference.engine import EngineConfig
         from bureau.loop.actors.remote import EngineActor, VLLMEngineActor, actor
 
         cfg = self.config
-        started = time.perf_counter()
+        self._engines_launched = time.perf_counter()
         context = cfg.rollout.harness.context_length
         restarts = {"max_restarts": cfg.engines.max_restarts, "max_task_retries": 0}
         if cfg.engines.kind == "url":
@@ -278,10 +283,15 @@ class RayRun:
                     startup_timeout_s=cfg.engines.startup_timeout_s,
                 )
             self.engines.append(handle)
+
+    def _await_engines(self) -> None:
+        cfg = self.config
+        if cfg.engines.kind == "url":
+            return
         self.engine_urls = ray.get([e.url.remote() for e in self.engines])
         if cfg.engines.kind == "vllm":
             self.served_model = ray.get(self.engines[0].served_model_name.remote())
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - self._engines_launched
         where = ", ".join(self.engine_urls)
         if cfg.engines.kind == "vllm":  # each server's process group, to find it on the node
             groups = ray.get([e.server_pid.remote() for e in self.engines])

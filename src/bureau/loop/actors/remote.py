@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from bureau.inference.transport.broadcast import BACKENDS, Backend, WeightGroup, WeightGroupError
+from bureau.loop.actors.probes import free_port, where_am_i
 from bureau.loop.rollout import Rollout, RolloutRequest
 from bureau.loop.sides import EngineHost, TrainerHost
 from bureau.loop.worker import RolloutWorker, WorkerSpec
@@ -26,12 +26,6 @@ if TYPE_CHECKING:
     from bureau.trainer.config import TrainerConfig
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 @functools.cache
 def _remote(cls: type) -> Any:
     return ray.remote(cls)
@@ -40,38 +34,6 @@ def _remote(cls: type) -> Any:
 def actor(cls: type, **options: Any) -> Any:
     """`cls` as a Ray actor class with `options` (handles are dynamic: typed Any)."""
     return _remote(cls).options(**options)
-
-
-def where_am_i() -> dict[str, Any]:
-    """This actor's process, node and the GPUs Ray gave it (logical ones on a CPU machine)."""
-    context = ray.get_runtime_context()
-    return {
-        "pid": os.getpid(),
-        "node_id": context.get_node_id(),
-        "node_ip": ray.util.get_node_ip_address(),
-        "gpu_ids": [str(g) for g in ray.get_gpu_ids()],
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "resources": context.get_assigned_resources(),
-    }
-
-
-def check_paths(paths: list[str], marker_text: str) -> list[str]:
-    """What is wrong with `paths` on this node (the first is a marker file holding
-    `marker_text`, the others must exist); empty when all is well."""
-    problems = []
-    for index, raw in enumerate(paths):
-        path = Path(raw)
-        try:
-            if index == 0:
-                if path.read_text() != marker_text:
-                    problems.append(f"{path} is another file than the driver's")
-            elif not path.exists():
-                problems.append(f"{path} does not exist")
-            elif path.is_dir():
-                next(path.iterdir(), None)  # readable
-        except OSError as exc:
-            problems.append(f"{path}: {exc.strerror or exc}")
-    return problems
 
 
 def _threads(cpus: float) -> int:
