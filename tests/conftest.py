@@ -54,9 +54,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     hands them out first (with `--no-loadscope-reorder`), and the short ones fill the gaps
     instead of a long file running alone at the end. Order within a file is kept.
 
-    The first file builds the session's models (`tool_model` needs `tiny_model`, about a minute
-    and a half); the second worker starts on the longest file that needs neither, instead of
-    waiting for them."""
+    The session's models (`tool_model` needs `tiny_model`: about a minute on one core) are built
+    by the first test that asks for them, and a worker that asks while another builds them waits.
+    So the second worker starts on the longest file that needs them when the first unit's first
+    test does not (it builds them while that test runs, before the unit's later tests ask), and
+    on the longest file that needs neither when it does (instead of waiting)."""
     seconds = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
 
     def file(item: pytest.Item) -> str:
@@ -70,10 +72,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     models = {"tiny_model", "tool_model"}
     needs = {file(item) for item in items if models & set(getattr(item, "fixturenames", ()))}
     order = list(dict.fromkeys(file(item) for item in items))
-    free = next((f for f in order[1:] if f not in needs), None)
-    if free is not None and order and order[0] in needs:
+    if not order:
+        return
+    first_needs = bool(models & set(getattr(items[0], "fixturenames", ())))
+    second = next((f for f in order[1:] if (f in needs) != first_needs), None)
+    if second is not None:
         rank = {f: i for i, f in enumerate(order)}
-        rank[free] = 0.5  # right after the first
+        rank[second] = 0.5  # right after the first
         items.sort(key=lambda item: rank[file(item)])
 
 

@@ -199,12 +199,17 @@ def test_server_launch_command_environment_and_group_stop(
         # goes with the server: the next server reuses them
         assert seen["env"]["TORCHINDUCTOR_CACHE_DIR"] == inductor_cache_dir()
         assert not inductor_cache_dir().startswith(str(scratch))
+        # ...and so do its precompiled headers, which it keeps under $TMPDIR whatever the cache
+        # variable says: that name in the scratch folder is a link to the shared cache.
+        link = scratch / Path(inductor_cache_dir()).name
+        assert link.is_symlink() and link.resolve() == Path(inductor_cache_dir()).resolve()
         assert server.base_url == f"http://127.0.0.1:{server.port}"
         pid = server.pid
         assert pid is not None and _pid_alive(seen["child"], settle_s=0)
     assert not server.alive() and server not in cleanup.live()
     assert not _pid_alive(pid) and not _pid_alive(seen["child"])
     assert not scratch.exists() and server.scratch is None
+    assert Path(inductor_cache_dir()).is_dir()  # removing the scratch folder kept the cache
     server.stop()  # idempotent
 
 
