@@ -51,8 +51,9 @@ unit: $(STAMP)
 harbor-venv:
 	@$(PYTHON) tests/integrations/harbor_venv.py >/dev/null || echo "harbor-venv: not built (see above); the Harbor interop test builds it or says why not"
 
-# Also writes tests/cpu-seconds.json: each file's CPU seconds (its test process and the processes
-# it waited for), which says where the time goes when both cores are busy.
+# Also writes tests/cpu-seconds.json: each file's CPU seconds (as root with cgroup v1's cpuacct,
+# of every process its tests started, Ray actors and vLLM included; otherwise its test process
+# and the processes it waited for), which says where the time goes when both cores are busy.
 durations: $(STAMP)
 	BUREAU_RECORD_DURATIONS=1 $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q
 

@@ -112,8 +112,49 @@ _cpu: dict[str, float] = {}
 CPU_SECONDS = DURATIONS.with_name("cpu-seconds.json")
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+_cpu_group: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With BUREAU_RECORD_DURATIONS, each test process moves into a cgroup of its own in the
+    cgroup v1 cpuacct hierarchy when it can (root, and the hierarchy mounted; bureau's
+    sandboxes use the memory, pids and cpu ones): everything its tests start, Ray's raylet and
+    actors and vLLM's processes included, is then counted, not only the children it waited for.
+    """
+    global _cpu_group
+    if not os.environ.get("BUREAU_RECORD_DURATIONS") or not (CPUACCT / "cgroup.procs").is_file():
+        return
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    if worker == "main" and getattr(config.option, "numprocesses", None):
+        return  # pytest-xdist's controller: its workers run the tests
+    group = CPUACCT / f"bureau-tests-{os.getppid() if worker != 'main' else os.getpid()}" / worker
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        return  # not allowed here: the waited-for children's rusage, below
+    _cpu_group = group
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _cpu_group
+    if _cpu_group is None:
+        return
+    try:
+        (CPUACCT / "cgroup.procs").write_text(str(os.getpid()))  # back to the root, then remove
+        _cpu_group.rmdir()
+        _cpu_group.parent.rmdir()
+    except OSError:
+        pass  # a process left in it, or the other worker's folder still there
+    _cpu_group = None
+
+
 def _cpu_seconds() -> float:
-    """CPU time of this process and of every child it (or a child of it) has waited for."""
+    """CPU time of this test process's cgroup (above) when it has one; otherwise of this
+    process and of every child it (or a child of it) has waited for."""
+    if _cpu_group is not None:
+        return int((_cpu_group / "cpuacct.usage").read_text()) / 1e9
     own, children = (
         resource.getrusage(resource.RUSAGE_SELF),
         resource.getrusage(resource.RUSAGE_CHILDREN),
@@ -148,8 +189,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """With BUREAU_RECORD_DURATIONS set (`make durations`), write each file's seconds (setup,
     call and teardown of its tests) to `durations.json`, for the order above, and the CPU
-    seconds its tests spent to `cpu-seconds.json`: the test process's and those of the
-    processes it started and waited for (not Ray's actors, which the raylet starts)."""
+    seconds its tests spent to `cpu-seconds.json`: with a cpuacct cgroup per test process
+    (`pytest_configure`), of every process they started; without one, of the test process and
+    the processes it waited for (not Ray's actors, which the raylet starts)."""
     if os.environ.get("BUREAU_RECORD_DURATIONS") and not hasattr(session.config, "workerinput"):
         ranked = sorted(_measured.items(), key=lambda kv: -kv[1])
         DURATIONS.write_text(json.dumps({f: round(s, 1) for f, s in ranked}, indent=1) + "\n")
