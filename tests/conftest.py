@@ -54,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     hands them out first (with `--no-loadscope-reorder`), and the short ones fill the gaps
     instead of a long file running alone at the end. Order within a file is kept.
 
-    The session's models (`tool_model` needs `tiny_model`: about a minute on one core) are built
+    The session's models (`tiny_model`, and `tool_model`: half a minute on one core) are built
     by the first test that asks for them, and a worker that asks while another builds them waits.
     So the second worker starts on the longest file that needs them when the first unit's first
     test does not (it builds them while that test runs, before the unit's later tests ask), and
@@ -236,16 +236,28 @@ def small_dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tool_model(
-    tmp_path_factory: pytest.TempPathFactory, tiny_model: Path, small_dataset: Path
+    tmp_path_factory: pytest.TempPathFactory, tokenizer_cache: Path, small_dataset: Path
 ) -> Path:
-    """`tiny_model` after `bureau model warm-start`: it calls three fs_ tools, imperfectly."""
+    """A tiny Qwen3 (`TINY_SHAPE`) on the demo vocabulary (`qwen3-demo`: Qwen3's BPE stopped at
+    8,192 ranks, 8,320 rows) after `bureau model warm-start`: it calls three fs_ tools,
+    imperfectly. The demo's vocabulary, as `make demo` uses: with Qwen3's 151,936 rows the
+    output layer dominated every step of the engines and trainers that serve it, and the warm
+    start took 51.8 s on one core instead of 21.3 s (`docs/benchmarks.md`)."""
+    import tempfile
+
     from bureau.cli.common import task_dirs
     from bureau.harness.warmstart import warm_start
+    from bureau.models.checkpoint import init_checkpoint
 
     def build(out: Path) -> None:
-        warm_start(tiny_model, out, task_dirs(small_dataset))  # the default tools and steps
+        with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
+            base = init_checkpoint(
+                "qwen3-demo", out=Path(scratch) / "base", seed=0,
+                tokenizer_cache_dir=tokenizer_cache, **TINY_SHAPE,
+            )  # fmt: skip
+            warm_start(base, out, task_dirs(small_dataset))  # the default tools and steps
 
-    return shared(tmp_path_factory, "qwen3-tiny-tools", build)
+    return shared(tmp_path_factory, "qwen3-demo-tiny-tools", build)
 
 
 @pytest.fixture

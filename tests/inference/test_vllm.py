@@ -41,8 +41,8 @@ from bureau.inference.vllm import (
 from bureau.sandbox import cleanup
 from fixture_support import live_in_group
 
-# `<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n` in the Qwen3 vocabulary.
-PROMPT = [151644, 872, 198, 14990, 151645, 198, 151644, 77091, 198]
+# The prompt of the real server's tests, encoded by the served checkpoint's own tokenizer.
+prompt_TEXT = "<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n"
 MAX_ABS_MEAN_DELTA = 1e-5
 
 # --- fakes -------------------------------------------------------------------------------------
@@ -395,6 +395,19 @@ SKIP_REASON = (
 
 
 @pytest.fixture(scope="module")
+def prompt(tool_model: Path) -> list[int]:
+    """`prompt_TEXT` in the tool model's vocabulary (`<|im_start|>` and `<|im_end|>` are single
+    special tokens)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tool_model)
+    ids: list[int] = tokenizer.encode(prompt_TEXT)
+    specials = tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])
+    assert ids.count(specials[0]) == 2 and ids.count(specials[1]) == 1
+    return ids
+
+
+@pytest.fixture(scope="module")
 def vllm_server(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
     python = find_vllm_python()
     if python is None:
@@ -411,7 +424,9 @@ def vllm_server(request: pytest.FixtureRequest) -> Iterator[VLLMServer]:
     )
     with server:
         started = time.perf_counter()
-        asyncio.run(_complete(server, PROMPT, SamplingParams(max_tokens=2)))
+        asyncio.run(
+            _complete(server, request.getfixturevalue("prompt"), SamplingParams(max_tokens=2))
+        )
         print(
             f"\nvLLM start-up {server.startup_s:.1f} s, "
             f"first request {time.perf_counter() - started:.1f} s"
@@ -460,21 +475,24 @@ SAMPLE = SamplingParams(max_tokens=24, temperature=1.0, seed=1234)
 
 
 @pytest.mark.vllm
-def test_token_id_completion_parses(vllm_server: VLLMServer) -> None:
+def test_token_id_completion_parses(vllm_server: VLLMServer, prompt: list[int]) -> None:
     params = SamplingParams(max_tokens=6, ignore_eos=True)
-    completion = asyncio.run(_complete(vllm_server, PROMPT, params))
+    completion = asyncio.run(_complete(vllm_server, prompt, params))
     assert len(completion.token_ids) == len(completion.logprobs) == 6
     assert completion.finish_reason == "length"
-    assert completion.prompt_token_ids == PROMPT
+    assert completion.prompt_token_ids == prompt
     assert completion.weight_versions == [0] * 6
     assert all(lp <= 0 for lp in completion.logprobs)
-    assert all(0 <= t < 151936 for t in completion.token_ids)
+    vocab = json.loads((Path(vllm_server.config.model) / "config.json").read_text())["vocab_size"]
+    assert all(0 <= t < vocab for t in completion.token_ids)
 
 
 @pytest.mark.vllm
-def test_logprobs_match_transformers_fp32(vllm_server: VLLMServer, teacher: Any) -> None:
-    completion = asyncio.run(_complete(vllm_server, PROMPT, SAMPLE))
-    reference = _teacher_logprobs(teacher, PROMPT, completion.token_ids)
+def test_logprobs_match_transformers_fp32(
+    vllm_server: VLLMServer, prompt: list[int], teacher: Any
+) -> None:
+    completion = asyncio.run(_complete(vllm_server, prompt, SAMPLE))
+    reference = _teacher_logprobs(teacher, prompt, completion.token_ids)
     mean, worst = _deltas(completion.logprobs, reference)
     print(f"\nlogprob |vLLM - transformers| fp32: mean {mean:.2e}, max {worst:.2e}")
     assert mean <= MAX_ABS_MEAN_DELTA
@@ -499,7 +517,9 @@ def test_harness_trials_in_sandboxes_and_their_audit(
 
 
 @pytest.mark.vllm
-def test_weight_update_in_place(vllm_server: VLLMServer, teacher: Any, tmp_path: Path) -> None:
+def test_weight_update_in_place(
+    vllm_server: VLLMServer, prompt: list[int], teacher: Any, tmp_path: Path
+) -> None:
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -521,7 +541,7 @@ def test_weight_update_in_place(vllm_server: VLLMServer, teacher: Any, tmp_path:
                 # A long sample in flight across the update survives it (pause mode "keep")
                 # and keeps the older version label.
                 long_params = SamplingParams(max_tokens=160, seed=5, ignore_eos=True)
-                inflight = asyncio.create_task(client.complete(PROMPT, long_params))
+                inflight = asyncio.create_task(client.complete(prompt, long_params))
                 await asyncio.sleep(1.0)
                 straddled = not inflight.done()
                 seconds = await push_weights(control, new_dir, 1, [client])
@@ -534,13 +554,13 @@ def test_weight_update_in_place(vllm_server: VLLMServer, teacher: Any, tmp_path:
                 assert straddling.finish_reason == "length"
                 assert straddling.weight_versions == [0] * 160
                 assert await control.weight_version() == 1
-                after = await client.complete(PROMPT, SAMPLE)
+                after = await client.complete(prompt, SAMPLE)
                 assert after.weight_versions == [1] * len(after.token_ids)
 
-                old_reference = _teacher_logprobs(teacher, PROMPT, after.token_ids)
+                old_reference = _teacher_logprobs(teacher, prompt, after.token_ids)
                 teacher.load_state_dict(perturbed, strict=True)
                 try:
-                    new_reference = _teacher_logprobs(teacher, PROMPT, after.token_ids)
+                    new_reference = _teacher_logprobs(teacher, prompt, after.token_ids)
                 finally:
                     teacher.load_state_dict(weights, strict=True)
                 mean, worst = _deltas(after.logprobs, new_reference)
@@ -558,14 +578,14 @@ def test_weight_update_in_place(vllm_server: VLLMServer, teacher: Any, tmp_path:
 
     asyncio.run(run())
     # Back on the original weights: the next sample matches the original checkpoint again.
-    completion = asyncio.run(_complete(vllm_server, PROMPT, SAMPLE, known_version=2))
-    mean, _ = _deltas(completion.logprobs, _teacher_logprobs(teacher, PROMPT, completion.token_ids))
+    completion = asyncio.run(_complete(vllm_server, prompt, SAMPLE, known_version=2))
+    mean, _ = _deltas(completion.logprobs, _teacher_logprobs(teacher, prompt, completion.token_ids))
     assert mean <= MAX_ABS_MEAN_DELTA
 
 
 @pytest.mark.vllm
 def test_missing_weights_are_refused_and_the_server_keeps_serving(
-    vllm_server: VLLMServer, teacher: Any, tmp_path: Path
+    vllm_server: VLLMServer, prompt: list[int], teacher: Any, tmp_path: Path
 ) -> None:
     async def run() -> None:
         async with vllm_server.control() as control:
@@ -579,7 +599,7 @@ def test_missing_weights_are_refused_and_the_server_keeps_serving(
             assert await control.weight_version() == version
 
     asyncio.run(run())
-    completion = asyncio.run(_complete(vllm_server, PROMPT, SAMPLE))
-    mean, _ = _deltas(completion.logprobs, _teacher_logprobs(teacher, PROMPT, completion.token_ids))
+    completion = asyncio.run(_complete(vllm_server, prompt, SAMPLE))
+    mean, _ = _deltas(completion.logprobs, _teacher_logprobs(teacher, prompt, completion.token_ids))
     assert mean <= MAX_ABS_MEAN_DELTA
     assert vllm_server.alive()
