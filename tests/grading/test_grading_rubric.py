@@ -6,7 +6,7 @@ from grading_helpers import make_rubric
 from pydantic import ValidationError
 
 from bureau.grading import RubricError, grade, load_rubric
-from bureau.grading.rubric import NumericCriterion, XlsxCellCriterion
+from bureau.grading.rubric import MAX_CRITERIA, NumericCriterion, XlsxCellCriterion
 
 EXAMPLE = {
     "format": "bureau-rubric/1",
@@ -104,7 +104,8 @@ def test_duplicate_ids_and_criterion_count() -> None:
     with pytest.raises(ValidationError):
         make_rubric()
     with pytest.raises(ValidationError):
-        make_rubric(*({**one, "id": f"c{i}"} for i in range(11)))
+        make_rubric(*({**one, "id": f"c{i}"} for i in range(MAX_CRITERIA + 1)))
+    assert len(make_rubric(*({**one, "id": f"c{i}"} for i in range(MAX_CRITERIA))).criteria) == 40
 
 
 def test_load_rubric_errors_name_file_and_field(tmp_path: Path) -> None:

@@ -42,7 +42,11 @@ LONG = {
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
     out = tmp_path_factory.mktemp("shapes") / "eval"
-    build_split(BuildConfig("eval", 3, 54, 4, out, files_per_world=30, jobs=1, judge_criteria=True))
+    # 40 tasks a world: a whole cycle of its templates (briefs drawn 18 times in it), so each
+    # shape below is there.
+    build_split(
+        BuildConfig("eval", 3, 120, 4, out, files_per_world=30, jobs=1, judge_criteria=True)
+    )
     return out, json.loads((out / MANIFEST).read_text())["tasks"]
 
 

@@ -56,3 +56,13 @@ def open_with_library(path: Path) -> None:
         assert path.read_text(encoding="utf-8").strip()
     else:
         raise AssertionError(f"unexpected file type {path}")
+
+
+def templates_asked(out: Path) -> set[str]:
+    """The templates a built split's tasks ask, a brief's items included (their params)."""
+    asked = set()
+    for task in json.loads((out / "bureau-dataset.json").read_text())["tasks"]:
+        asked.add(task["template"])
+        params = json.loads((out / task["path"] / "solution" / "params.json").read_text())
+        asked.update(item["template"] for item in params.get("items", []))
+    return asked

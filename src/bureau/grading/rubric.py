@@ -1,11 +1,12 @@
 """The rubric: the hidden answer key of one task, as a list of binary criteria.
 
 A rubric (`tests/rubric.json` in a Harbor task directory) names the file the agent writes its
-answer to, keeps the gold values for reference, and lists 1-10 criteria. Each criterion is one
-pass/fail check of either a key of the answer file (`numeric`, `text`, `entity_list`, `judge`)
-or a deliverable file in the workspace (`file_exists`, `xlsx_cell`, `docx_content`,
-`pptx_content`). The criteria form a discriminated union on `type`; unknown keys are rejected so
-that a typo in a generated rubric fails loudly instead of silently weakening a check.
+answer to, keeps the gold values for reference, and lists 1 to `MAX_CRITERIA` criteria. Each
+criterion is one pass/fail check of either a key of the answer file (`numeric`, `text`,
+`entity_list`, `judge`) or a deliverable file in the workspace (`file_exists`, `xlsx_cell`,
+`docx_content`, `pptx_content`). The criteria form a discriminated union on `type`; unknown keys
+are rejected so that a typo in a generated rubric fails loudly instead of silently weakening a
+check.
 
 Paths are workspace-relative; absolute paths and `..` components are rejected here, and the
 grader additionally refuses to follow any path (symlinks included) out of the workspace.
@@ -312,6 +313,11 @@ AnswerCriterion = (
 )
 
 
+MAX_CRITERIA = 40
+"""A task asks one to ten things (APEX-Agents' rubrics hold 1-10 criteria); a brief asks several
+tasks' things at once (`bureau.worlds.briefs`: up to six items of up to five criteria)."""
+
+
 class Rubric(BaseModel):
     """The hidden answer key of one task."""
 
@@ -325,7 +331,7 @@ class Rubric(BaseModel):
     """Workspace-relative path of the agent's JSON answer object."""
     gold: dict[str, JsonValue] = Field(default_factory=dict)
     """Gold answer values, for reference; grading uses the criteria only."""
-    criteria: list[Criterion] = Field(min_length=1, max_length=10)
+    criteria: list[Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
     """The binary checks; the reward is the fraction that pass."""
 
     @model_validator(mode="after")

@@ -129,12 +129,14 @@ def offered(template: Template, difficulty: Difficulty) -> bool:
 
 
 def choose_tasks(module: ModuleType, facts: Any, ctx: WorldContext, n_tasks: int) -> list[TaskSpec]:
-    """Cycle through the domain's templates (shuffled) until `n_tasks` distinct tasks exist.
-    A training split never gets a held-out kind (`Template.held_out`)."""
+    """Cycle through the domain's templates (shuffled, each `Template.weight` times) until
+    `n_tasks` distinct tasks exist. A training split never gets a held-out kind
+    (`Template.held_out`)."""
     templates = [
         t
         for t in module.TEMPLATES
         if offered(t, ctx.difficulty) and not (t.held_out and ctx.split == "train")
+        for _ in range(t.weight)
     ]
     rng = random.Random(f"{ctx.rng.random()}:tasks")
     rng.shuffle(templates)

@@ -84,6 +84,9 @@ class Template:
     held_out: bool = False
     """A held-out kind: no training split gets it, so an eval can report how the policy does
     on kinds of task it never trained on (`held_out_kind` in task.toml's metadata)."""
+    weight: int = 1
+    """How many of a world's draws the template gets against 1 for most (`builder.choose_tasks`):
+    the briefs (`bureau.worlds.briefs`) are drawn about as often as all other templates together."""
 
 
 @dataclass

@@ -11,6 +11,7 @@ import random
 import statistics
 from typing import Any
 
+from ..briefs import brief_templates
 from ..fabric import day, long_date, slug
 from ..spec import (
     PdfProbe,
@@ -1136,3 +1137,4 @@ TEMPLATES = [
     Template("banking.comps_valuation", "deliverable", t_comps_valuation),
     Template("banking.starter_named_range", "fact", t_named, ("starter",)),
 ]
+TEMPLATES += brief_templates("banking", TEMPLATES, lambda f: f.md.name)

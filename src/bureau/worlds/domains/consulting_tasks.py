@@ -12,6 +12,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
+from ..briefs import brief_templates
 from ..fabric import long_date
 from ..spec import (
     Difficulty,
@@ -1129,3 +1130,4 @@ TEMPLATES = [
     Template("consulting.starter_growth_email", "reconcile", t_starter_revision, ("starter",)),
     Template("consulting.starter_interview", "fact", t_starter_interview, ("starter",)),
 ]
+TEMPLATES += brief_templates("consulting", TEMPLATES, lambda f: f.partner.name)

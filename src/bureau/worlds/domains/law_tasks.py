@@ -6,6 +6,7 @@ import random
 from datetime import date, timedelta
 from typing import Any
 
+from ..briefs import brief_templates
 from ..fabric import long_date
 from ..spec import (
     PdfProbe,
@@ -853,3 +854,4 @@ TEMPLATES = [
     Template("law.starter_register_value", "fact", t_starter_register, ("starter",)),
     Template("law.starter_hearing_email", "reconcile", t_starter_hearing, ("starter",)),
 ]
+TEMPLATES += brief_templates("law", TEMPLATES, lambda f: f.gc.name)

@@ -450,6 +450,14 @@ SOLVERS = {
 }
 
 
+def brief(ws: Path, p: dict[str, Any]) -> None:
+    """A brief's items, each by its own template's solver (`bureau.worlds.briefs`)."""
+    lib.solve_items(SOLVERS, ws, p)
+
+
+SOLVERS["banking.brief"] = SOLVERS["banking.brief_unseen"] = brief
+
+
 def solve(params: dict[str, Any], workspace: Path) -> None:
     SOLVERS[params["template"]](workspace, params)
 

@@ -464,6 +464,14 @@ SOLVERS = {
         starter_interview,
     )
 }
+
+
+def brief(ws: Path, p: dict[str, Any]) -> None:
+    """A brief's items, each by its own template's solver (`bureau.worlds.briefs`)."""
+    lib.solve_items(SOLVERS, ws, p)
+
+
+SOLVERS["consulting.brief"] = SOLVERS["consulting.brief_unseen"] = brief
 SOLVERS["consulting.sow_milestone_unsupported"] = sow_milestone
 SOLVERS["consulting.billing_plan"] = billing_plan
 SOLVERS["consulting.fee_update_memo"] = fee_update_memo

@@ -301,6 +301,7 @@ SOLVERS = {
     "law.starter_register_value": starter_register_value,
     "law.starter_hearing_email": starter_hearing_email,
 }
+SOLVERS["law.brief"] = SOLVERS["law.brief_unseen"] = lambda ws, p: lib.solve_items(SOLVERS, ws, p)
 
 
 def solve(params: dict[str, Any], workspace: Path) -> None:

@@ -355,6 +355,18 @@ def write_table_pptx(path: Path, title: str, header: list[str], rows: list[list[
 Solver = Callable[[Path, dict[str, Any]], None]
 
 
+def solve_items(solvers: Mapping[str, Solver], workspace: Path, params: dict[str, Any]) -> None:
+    """A brief (`bureau.worlds.briefs`): each item's solver in turn, its answer's keys under
+    the item's prefix, then one answer with them all."""
+    answer: dict[str, Any] = {}
+    out = workspace / "output" / "answer.json"
+    for item in params["items"]:
+        solvers[item["template"]](workspace, item)
+        answer.update({item["prefix"] + k: v for k, v in json.loads(out.read_text()).items()})
+        out.unlink()
+    write_answer(workspace, answer)
+
+
 def run_solver(solvers: Mapping[str, Solver], description: str | None) -> None:
     """The command line of every oracle: `solve.py --params P --workspace W`."""
     parser = argparse.ArgumentParser(description=description)
