@@ -66,6 +66,25 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(ordered):g} / {p90:g}"
 
 
+def weighted_spread(values: list[tuple[float, float]]) -> str:
+    """Median / p90 of (value, weight) pairs: each sampled task stands for its template's
+    share of the split's tasks, so the figure is the split's, not the sample's."""
+    if not values:
+        return "n/a"
+    ordered = sorted(values)
+    total = sum(w for _, w in ordered)
+
+    def quantile(q: float) -> float:
+        seen = 0.0
+        for value, weight in ordered:
+            seen += weight
+            if seen >= q * total - 1e-9:
+                return value
+        return ordered[-1][0]
+
+    return f"{quantile(0.5):g} / {quantile(0.9):g}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", type=Path)
@@ -144,12 +163,25 @@ def main() -> None:
         )
     single = [r for r in rows if not r.system_error]
     every_needed = [len(files[t["task_id"]]["needed"]) for t in tasks]
+    # Each sampled task weighted by its template's tasks in the whole split over those sampled.
+    manifest = json.loads((args.dataset / "bureau-dataset.json").read_text())["tasks"]
+    in_split = Counter(t["template"] for t in manifest)
+    sampled = Counter(t["template"] for t in tasks)
+    weight = {name: in_split[name] / sampled[name] for name in sampled}
+    weighted_needed = [(len(files[t["task_id"]]["needed"]), weight[t["template"]]) for t in tasks]
+    weighted_calls = [
+        (float(explored[t["task_id"]].tool_calls), weight[t["template"]])
+        for t in tasks
+        if t["task_id"] in explored and not explored[t["task_id"]].system_error
+    ]
     overall = {
         "tasks": len(tasks),
         "explored": len(single),
         "system_errors": sum(1 for r in rows if r.system_error),
         "needed": spread(every_needed),
         "calls": spread([r.tool_calls for r in single]),
+        "needed_in_split": weighted_spread(weighted_needed),
+        "calls_in_split": weighted_spread(weighted_calls),
         "truncated_results": sum(r.truncated_outputs for r in single),
         "context_notices": sum(r.context_notices for r in single),
         "longest_trajectory_tokens": max((r.trajectory_tokens for r in single), default=0),
@@ -161,7 +193,9 @@ def main() -> None:
     print(
         f"all: {overall['tasks']} tasks, {overall['explored']} explored "
         f"({overall['system_errors']} system errors); files needed {overall['needed']}; "
-        f"explorer calls {overall['calls']} (median / p90); truncated results "
+        f"explorer calls {overall['calls']} (median / p90); weighted to the split's tasks: "
+        f"files needed {overall['needed_in_split']}, explorer calls "
+        f"{overall['calls_in_split']}; truncated results "
         f"{overall['truncated_results']}, context notices {overall['context_notices']}, "
         f"longest trajectory {overall['longest_trajectory_tokens']} tokens; stop reasons "
         f"{overall['stop_reasons']}; oracle runs {oracle_s:.0f} s, explorer {explore_s:.0f} s"
