@@ -9,7 +9,9 @@ for conflicting sources) and its answer keys under the item's prefix (`q1_`, `q2
 rubric is every item's criteria, so a brief passes only when every item does.
 
 Items are never deliverables, multi-step tasks or questions the files cannot support (those
-have one answer file, one `unsupported_reason` key or steps of their own). A standard world's
+have one answer file, one `unsupported_reason` key or steps of their own), and no two items
+declare the same evidence file (`TaskSpec.evidence`: two questions about the statement of work
+would ask for one file less). A standard world's
 briefs have `ITEMS["standard"]` items, a hard world's `ITEMS["hard"]`.
 
 Two brief templates per domain: `<domain>.brief` draws items only from kinds a training split
@@ -126,10 +128,14 @@ def brief_templates(
                 order = list(seen)
                 rng.shuffle(order)
             items: list[TaskSpec] = []
+            declared: set[str] = set()  # files the items so far say they need
             for template in order:
                 spec = template.make(facts, rng, rng.randrange(4))
                 if _usable(spec):
                     assert spec is not None
+                    if declared & set(spec.evidence):
+                        continue  # two items about one file would ask for fewer files
+                    declared.update(spec.evidence)
                     items.append(spec)
                 if len(items) == n:
                     break
