@@ -110,13 +110,13 @@ def brief_templates(
     """`<domain>.brief` and `<domain>.brief_unseen` over the domain's `singles` (its other
     templates offered in standard worlds); `whom(facts)` names who asks."""
     pool = [t for t in singles if "standard" in t.difficulties and t.kind != "deliverable"]
-    unseen_names = {t.name for t in pool if t.held_out}
+    seen = [t for t in pool if not t.held_out]
+    held = [t for t in pool if t.held_out]
+    unseen_names = {t.name for t in held}
 
     def maker(name: str, unseen: bool) -> Callable[[Any, random.Random, int], TaskSpec | None]:
         def make(facts: Any, rng: random.Random, variant: int) -> TaskSpec | None:
             n = ITEMS[facts.ctx.difficulty]
-            seen = [t for t in pool if not t.held_out]
-            held = [t for t in pool if t.held_out]
             if unseen:
                 if not held:
                     return None
