@@ -105,7 +105,7 @@ def test_duplicate_ids_and_criterion_count() -> None:
         make_rubric()
     with pytest.raises(ValidationError):
         make_rubric(*({**one, "id": f"c{i}"} for i in range(MAX_CRITERIA + 1)))
-    assert len(make_rubric(*({**one, "id": f"c{i}"} for i in range(MAX_CRITERIA))).criteria) == 40
+    assert len(make_rubric(*({**one, "id": f"c{i}"} for i in range(MAX_CRITERIA))).criteria) == 10
 
 
 def test_load_rubric_errors_name_file_and_field(tmp_path: Path) -> None:
@@ -150,3 +150,61 @@ def test_a_judge_criterion_names_one_source() -> None:
         make_rubric({"id": "c1", "type": "judge", "guidance": "g"})
     with pytest.raises(ValidationError, match="exactly one of field"):
         make_rubric({"id": "c1", "type": "judge", "guidance": "g", "field": "a", "path": "b.md"})
+
+
+ITEM = {
+    "id": "c2",
+    "type": "all_of",
+    "description": "Item 2: both keys",
+    "criteria": [
+        {"id": "c2.1", "type": "numeric", "field": "q2_cap", "expected": 5.0},
+        {"id": "c2.2", "type": "text", "field": "q2_party", "expected": "Acme Corp"},
+        {"id": "c2.3", "type": "file_exists", "path": "output/memo.txt"},
+    ],
+}
+
+
+def test_an_all_of_criterion_passes_only_when_every_part_does(workspace: Path) -> None:
+    from bureau.grading import format_report
+
+    rubric = make_rubric({"id": "c1", "type": "numeric", "field": "q1_n", "expected": 1.0}, ITEM)
+    answer = {"q1_n": 1, "q2_cap": 5, "q2_party": "acme corp"}
+    (workspace / "output" / "answer.json").write_text(json.dumps(answer))
+    (workspace / "output" / "memo.txt").write_text("memo\n")
+    report = grade(rubric, workspace)
+    assert [r.passed for r in report.results] == [True, True] and report.reward == 1.0
+    assert report.results[1].reason == "all 3 parts pass"
+    assert [(p.id, p.passed) for p in report.results[1].parts] == [
+        ("c2.1", True), ("c2.2", True), ("c2.3", True)
+    ]  # fmt: skip
+    # One part wrong fails the whole item, and only it: 1 of 2 criteria, not 4 of 5 checks.
+    (workspace / "output" / "answer.json").write_text(json.dumps({**answer, "q2_party": "Bolt"}))
+    report = grade(rubric, workspace)
+    item = report.results[1]
+    assert not item.passed and report.reward == 0.5
+    assert item.reason.startswith("1 of 3 parts fail; c2.2: ") and "Acme Corp" in item.reason
+    assert [p.passed for p in item.parts] == [True, False, True]
+    values = report.to_reward_values()
+    assert values == {"reward": 0.5, "pass": 0, "c1": 1, "c2": 0}
+    assert report.to_json_dict()["results"][1]["parts"][1]["id"] == "c2.2"  # type: ignore[index]
+    table = format_report(report)
+    assert "FAIL  c2.2" in table and "pass  c2.1" in table
+
+
+def test_an_all_of_holds_checks_the_verifier_decides_and_unique_ids() -> None:
+    judge = {"id": "c2.4", "type": "judge", "field": "q2_party", "guidance": "names the party"}
+    with pytest.raises(ValidationError):
+        make_rubric({**ITEM, "criteria": [*ITEM["criteria"], judge]})  # type: ignore[list-item]
+    with pytest.raises(ValidationError):
+        make_rubric({**ITEM, "criteria": [{**ITEM, "id": "c3"}]})  # no all_of inside one
+    with pytest.raises(ValidationError):
+        make_rubric({**ITEM, "criteria": []})
+    with pytest.raises(ValidationError, match=r"unique, repeated: \['c2.1'\]"):
+        make_rubric({"id": "c2.1", "type": "file_exists", "path": "a.txt"}, ITEM)
+
+
+def test_leaf_criteria_are_an_all_ofs_parts() -> None:
+    from bureau.grading.rubric import leaf_criteria
+
+    first = {"id": "c1", "type": "numeric", "field": "q1_n", "expected": 1.0}
+    assert [c["id"] for c in leaf_criteria([first, ITEM])] == ["c1", "c2.1", "c2.2", "c2.3"]

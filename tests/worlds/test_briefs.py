@@ -40,11 +40,21 @@ def test_compose_puts_every_item_under_its_prefix() -> None:
         _item("law.b", "cap_usd", 5.0, ["a.pdf", "r.xlsx"]),
         _item("law.a", "contract_id", "C-1", ["r.xlsx", "m.eml"]),
     ]
+    items[1].answer_keys["party"] = "who it is"
+    items[1].criteria.append(text("party", "Acme", "Names the party"))
+    items[1].gold["party"] = "Acme"
     brief = compose("law.brief", items, random.Random(0), "Dana Reyes")
-    assert brief.answer_keys == {"q1_cap_usd": "what it is", "q2_contract_id": "what it is"}
-    assert [c["field"] for c in brief.criteria] == ["q1_cap_usd", "q2_contract_id"]
-    assert [c["description"] for c in brief.criteria] == ["Item 1: States it", "Item 2: Names it"]
-    assert brief.gold == {"q1_cap_usd": 5.0, "q2_contract_id": "C-1"}
+    assert brief.answer_keys == {
+        "q1_cap_usd": "what it is", "q2_contract_id": "what it is", "q2_party": "who it is"
+    }  # fmt: skip
+    # One criterion per item: the one check of item 1, all of item 2's checks together.
+    one, two = brief.criteria
+    assert one["field"] == "q1_cap_usd" and one["description"] == "Item 1: States it"
+    assert two["type"] == "all_of" and two["description"].startswith("Item 2 (law.a title)")
+    assert [(c["field"], c["description"]) for c in two["criteria"]] == [
+        ("q2_contract_id", "Names it"), ("q2_party", "Names the party")
+    ]  # fmt: skip
+    assert brief.gold == {"q1_cap_usd": 5.0, "q2_contract_id": "C-1", "q2_party": "Acme"}
     assert brief.oracle == {
         "items": [
             {"prefix": "q1_", "template": "law.b", "who": "law.b"},
@@ -112,7 +122,11 @@ def test_one_item_wrong_fails_the_brief(sets: dict[str, Path]) -> None:
         answer[key] = "not the answer" if isinstance(answer[key], str) else -1
         answer_file.write_text(json.dumps(answer))
         reward, passed, failed = grade_workspace(task_dir, workspace, verifier)
-    assert not passed and reward < 1.0 and failed
+    # One criterion per item: the brief's reward is the share of items answered in full.
+    assert not passed and reward == 1 - 1 / ITEMS["standard"]
+    assert len(failed) == 1 and failed[0].startswith("c3: "), failed
+    rubric = json.loads((task_dir / "tests" / "rubric.json").read_text())
+    assert len(rubric["criteria"]) == ITEMS["standard"]
 
 
 def test_a_hard_world_asks_more_items() -> None:

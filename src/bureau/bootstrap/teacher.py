@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bureau.bootstrap.config import Mistake
+from bureau.grading.rubric import leaf_criteria
 
 ANSWER_PATH = "output/answer.json"
 FINAL_MESSAGE = "I wrote my answer to output/answer.json."
@@ -100,7 +101,7 @@ class TaskView:
             Criterion(
                 c["field"], c["type"], _expected(c), c.get("rel_tol", 0.0), c.get("abs_tol", 0.0)
             )
-            for c in rubric["criteria"]
+            for c in leaf_criteria(rubric["criteria"])
             if "field" in c
         ]
         workspace = path / "environment" / "workspace"

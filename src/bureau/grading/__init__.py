@@ -2,8 +2,8 @@
 
 An agent finishes a task by writing `output/answer.json` (one JSON object keyed by the answer
 keys its instruction lists) and any requested deliverables under `output/`. The task's hidden
-`tests/rubric.json` lists binary criteria over those files (1-10 for one question, more for a
-brief of several); this package checks them and writes Harbor's `reward.json` (the fraction
+`tests/rubric.json` lists 1-10 binary criteria over those files (a brief's item is one: all of
+its checks together); this package checks them and writes Harbor's `reward.json` (the fraction
 passed, plus one 0/1 entry per criterion).
 
 The package runs inside task verifiers from a zipapp (`tests/grader.pyz`, see `zipapp.py`) that

@@ -29,6 +29,7 @@ from .answers import Answers, check_answer, load_answers
 from .documents import check_docx_content
 from .judged import JUDGE_REQUESTS, judge_request
 from .rubric import (
+    AllOfCriterion,
     Criterion,
     DocxContentCriterion,
     EntityListCriterion,
@@ -36,6 +37,7 @@ from .rubric import (
     JudgeCriterion,
     MentionsCriterion,
     NumericCriterion,
+    PartCriterion,
     PptxContentCriterion,
     Rubric,
     RubricError,
@@ -77,6 +79,8 @@ class CriterionResult(BaseModel):
     """Why, in at most 200 characters."""
     description: str = ""
     """The rubric's description of the criterion."""
+    parts: list[CriterionResult] = Field(default_factory=list)
+    """An `all_of` criterion's verdict on each of its parts, in order."""
 
 
 class GradeReport(BaseModel):
@@ -124,11 +128,19 @@ class GradeReport(BaseModel):
             "passed": None if self.pending else self.passed,
             "num_passed": self.num_passed,
             "num_criteria": len(self.results) + len(self.pending),
-            "results": [result.model_dump() for result in self.results],
+            "results": [_result_json(result) for result in self.results],
         }
         if self.pending:
             data["pending"] = [request["id"] for request in self.pending]
         return data
+
+
+def _result_json(result: CriterionResult) -> dict[str, object]:
+    """A verdict for grading.json; `parts` only for an `all_of`."""
+    data: dict[str, object] = result.model_dump(exclude={"parts"})
+    if result.parts:
+        data["parts"] = [_result_json(part) for part in result.parts]
+    return data
 
 
 def grade(rubric: Rubric, workspace: Path) -> GradeReport:
@@ -147,19 +159,41 @@ def grade(rubric: Rubric, workspace: Path) -> GradeReport:
             if isinstance(request, dict):
                 pending.append(request)
                 continue
-            outcome = request
+            results.append(_result(criterion, request))
+        elif isinstance(criterion, AllOfCriterion):
+            results.append(_all_of(criterion, files, answers))
         else:
-            outcome = _check(criterion, files, answers)
-        results.append(
-            CriterionResult(
-                id=criterion.id,
-                type=criterion.type,
-                passed=outcome.passed,
-                reason=clip(outcome.reason),
-                description=criterion.description,
-            )
-        )
+            results.append(_result(criterion, _check(criterion, files, answers)))
     return GradeReport(task_id=rubric.task_id, results=results, pending=pending)
+
+
+def _result(criterion: Criterion | PartCriterion, outcome: Outcome) -> CriterionResult:
+    return CriterionResult(
+        id=criterion.id,
+        type=criterion.type,
+        passed=outcome.passed,
+        reason=clip(outcome.reason),
+        description=criterion.description,
+    )
+
+
+def _all_of(criterion: AllOfCriterion, files: Workspace, answers: Answers) -> CriterionResult:
+    """Every part checked (each with its verdict); passes when all of them pass."""
+    parts = [_result(part, _check(part, files, answers)) for part in criterion.criteria]
+    failed = [part for part in parts if not part.passed]
+    if not failed:
+        reason = f"all {len(parts)} parts pass"
+    else:
+        first = failed[0]
+        reason = f"{len(failed)} of {len(parts)} parts fail; {first.id}: {first.reason}"
+    return CriterionResult(
+        id=criterion.id,
+        type=criterion.type,
+        passed=not failed,
+        reason=clip(reason),
+        description=criterion.description,
+        parts=parts,
+    )
 
 
 def _judge_request(
@@ -171,7 +205,7 @@ def _judge_request(
         return Outcome(False, clip(f"error while reading the work: {type(exc).__name__}: {exc}"))
 
 
-def _check(criterion: Criterion, files: Workspace, answers: Answers) -> Outcome:
+def _check(criterion: Criterion | PartCriterion, files: Workspace, answers: Answers) -> Outcome:
     try:
         if isinstance(
             criterion,
@@ -214,6 +248,9 @@ def format_report(report: GradeReport) -> str:
         header = f"  {mark}  {result.id:<{width}}  {result.type:<12}  {result.description}"
         lines.append(header.rstrip())
         lines.append(f"        {'':<{width}}  {result.reason}")
+        for part in result.parts:
+            mark = "pass" if part.passed else "FAIL"
+            lines.append(f"        {'':<{width}}    {mark}  {part.id}  {part.description}".rstrip())
     return "\n".join(lines) + "\n"
 
 

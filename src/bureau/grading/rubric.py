@@ -4,9 +4,9 @@ A rubric (`tests/rubric.json` in a Harbor task directory) names the file the age
 answer to, keeps the gold values for reference, and lists 1 to `MAX_CRITERIA` criteria. Each
 criterion is one pass/fail check of either a key of the answer file (`numeric`, `text`,
 `entity_list`, `judge`) or a deliverable file in the workspace (`file_exists`, `xlsx_cell`,
-`docx_content`, `pptx_content`). The criteria form a discriminated union on `type`; unknown keys
-are rejected so that a typo in a generated rubric fails loudly instead of silently weakening a
-check.
+`docx_content`, `pptx_content`), or several such checks that pass only together (`all_of`).
+The criteria form a discriminated union on `type`; unknown keys are rejected so that a typo in
+a generated rubric fails loudly instead of silently weakening a check.
 
 Paths are workspace-relative; absolute paths and `..` components are rejected here, and the
 grader additionally refuses to follow any path (symlinks included) out of the workspace.
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -291,6 +291,36 @@ class JudgeCriterion(_Criterion):
         return self
 
 
+MAX_CRITERIA = 10
+"""A rubric asks one to ten things, as APEX-Agents' rubrics do (1-10 criteria); so does an
+`all_of` criterion of its parts."""
+
+PartCriterion = Annotated[
+    NumericCriterion
+    | TextCriterion
+    | EntityListCriterion
+    | UnsupportedCriterion
+    | MentionsCriterion
+    | FileExistsCriterion
+    | XlsxCellCriterion
+    | DocxContentCriterion
+    | PptxContentCriterion,
+    Field(discriminator="type"),
+]
+"""A check the verifier decides itself: any criterion but a judge's or another `all_of`."""
+
+
+class AllOfCriterion(_Criterion):
+    """Several checks that count as one: it passes only when every part passes. One item of a
+    brief (`bureau.worlds.briefs`) is one, so a brief of four items has four criteria and its
+    reward is the share of items answered in full, not of the keys among them. Each part has
+    an id of its own (unique in the rubric) and its own verdict in grading.json."""
+
+    type: Literal["all_of"] = "all_of"
+    criteria: list[PartCriterion] = Field(min_length=1, max_length=MAX_CRITERIA)
+    """The parts, in order."""
+
+
 Criterion = Annotated[
     NumericCriterion
     | TextCriterion
@@ -301,7 +331,8 @@ Criterion = Annotated[
     | XlsxCellCriterion
     | DocxContentCriterion
     | PptxContentCriterion
-    | JudgeCriterion,
+    | JudgeCriterion
+    | AllOfCriterion,
     Field(discriminator="type"),
 ]
 AnswerCriterion = (
@@ -311,11 +342,6 @@ AnswerCriterion = (
     | UnsupportedCriterion
     | MentionsCriterion
 )
-
-
-MAX_CRITERIA = 40
-"""A task asks one to ten things (APEX-Agents' rubrics hold 1-10 criteria); a brief asks several
-tasks' things at once (`bureau.worlds.briefs`: up to six items of up to five criteria)."""
 
 
 class Rubric(BaseModel):
@@ -336,7 +362,8 @@ class Rubric(BaseModel):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Rubric:
-        ids = [criterion.id for criterion in self.criteria]
+        ids = [c.id for c in self.criteria]
+        ids += [p.id for c in self.criteria if isinstance(c, AllOfCriterion) for p in c.criteria]
         duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
         if duplicates:
             raise ValueError(f"criterion ids must be unique, repeated: {duplicates}")
@@ -344,6 +371,19 @@ class Rubric(BaseModel):
         if reserved:
             raise ValueError(f"criterion ids {reserved} are reserved reward.json keys")
         return self
+
+
+def leaf_criteria(criteria: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A rubric file's criteria (as JSON objects) with every `all_of` replaced by its parts:
+    the individual checks, for tools that read what a rubric accepts (the scripted agents)."""
+    leaves: list[dict[str, Any]] = []
+    for criterion in criteria:
+        parts = criterion.get("criteria") if criterion.get("type") == "all_of" else None
+        if isinstance(parts, list):
+            leaves.extend(p for p in parts if isinstance(p, dict))
+        else:
+            leaves.append(criterion)
+    return leaves
 
 
 def load_rubric(path: Path) -> Rubric:

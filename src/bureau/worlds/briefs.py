@@ -5,8 +5,10 @@ A brief's items are the domain's own single-answer tasks (a fact, a computation,
 reconciliation), drawn from distinct templates, so its answer needs the union of their
 evidence: a contract PDF, the register, the minutes and an amendment email; a model, the
 comps, a term sheet and the deal timetable. Each item keeps its own question (and its own rules
-for conflicting sources) and its answer keys under the item's prefix (`q1_`, `q2_`, ...); the
-rubric is every item's criteria, so a brief passes only when every item does.
+for conflicting sources) and its answer keys under the item's prefix (`q1_`, `q2_`, ...). The
+rubric has one criterion per item (`all_of` the item's own checks, or the one check of an item
+that has one), so a brief of four items has four criteria, its reward is the share of items
+answered in full, and it passes only when every item does.
 
 Items are never deliverables, multi-step tasks or questions the files cannot support (those
 have one answer file, one `unsupported_reason` key or steps of their own), and no two items
@@ -73,22 +75,24 @@ def compose(name: str, items: Sequence[TaskSpec], rng: random.Random, whom: str)
     keys: dict[str, str] = {}
     criteria: list[dict[str, Any]] = []
     gold: dict[str, Any] = {}
-    parts: list[dict[str, Any]] = []
+    solvers: list[dict[str, Any]] = []
     evidence: list[str] = []
     for index, item in enumerate(items):
         head = prefix(index)
         body.append(f"Item {index + 1} ({item.title}). {item.question}")
         keys.update({head + key: desc for key, desc in item.answer_keys.items()})
-        criteria.extend(
-            {
-                **c,
-                "field": head + c["field"],
-                "description": f"Item {index + 1}: {c['description']}",
+        parts = [{**c, "field": head + c["field"]} for c in item.criteria]
+        criteria.append(
+            {**parts[0], "description": f"Item {index + 1}: {parts[0]['description']}"}
+            if len(parts) == 1
+            else {
+                "type": "all_of",
+                "description": f"Item {index + 1} ({item.title}): all {len(parts)} of its checks",
+                "criteria": parts,
             }
-            for c in item.criteria
         )
         gold.update({head + key: value for key, value in item.gold.items()})
-        parts.append({"prefix": head, "template": item.template, **item.oracle})
+        solvers.append({"prefix": head, "template": item.template, **item.oracle})
         evidence.extend(f for f in item.evidence if f and f not in evidence)
     return TaskSpec(
         template=name,
@@ -98,7 +102,7 @@ def compose(name: str, items: Sequence[TaskSpec], rng: random.Random, whom: str)
         answer_keys=keys,
         criteria=criteria,
         gold=gold,
-        oracle={"items": parts},
+        oracle={"items": solvers},
         signature="brief:" + "+".join(sorted(item.signature for item in items)),
         evidence=evidence,
     )

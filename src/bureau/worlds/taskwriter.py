@@ -245,7 +245,7 @@ def _write_part(
     write_text(root / "instruction.md", render_instruction(spec, starter=starter))
     write_text(root / "tests" / "Dockerfile", verifier_dockerfile())
     all_criteria = [*spec.criteria, *judge_criteria]
-    criteria = [{"id": f"c{i}", **c} for i, c in enumerate(all_criteria, start=1)]
+    criteria = [_with_ids(f"c{i}", c) for i, c in enumerate(all_criteria, start=1)]
     rubric = {
         "format": "bureau-rubric/1",
         "task_id": task_id,
@@ -260,3 +260,13 @@ def _write_part(
     link_or_copy(shared["solve.py"], root / "solution" / "solve.py")
     link_or_copy(shared["oracle_lib.py"], root / "solution" / "oracle_lib.py")
     write_text(root / "solution" / "params.json", json.dumps(oracle, indent=2) + "\n")
+
+
+def _with_ids(cid: str, criterion: dict[str, Any]) -> dict[str, Any]:
+    """`criterion` with id `cid` first, and an `all_of`'s parts `cid.1`, `cid.2`, ..."""
+    out: dict[str, Any] = {"id": cid, **criterion}
+    if criterion.get("type") == "all_of":
+        out["criteria"] = [
+            _with_ids(f"{cid}.{j}", part) for j, part in enumerate(criterion["criteria"], start=1)
+        ]
+    return out
