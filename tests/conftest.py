@@ -82,14 +82,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: rank[file(item)])
 
 
-# Files whose tests each run a whole `bureau train` on Ray with faults or several engines (a
-# trainer, engines, rollout workers, sandboxes: several processes that expect both cores). Two
-# at once on two cores took three times as long as one after the other, so they are one unit of
-# work for pytest-xdist: one worker runs them in turn. The RL learning test (the longest single
-# test, 100 s alone and 250-260 s beside the others) is a unit of its own: in that unit it made
-# the unit the suite's critical path (610-650 s of a 710-780 s pytest in clean clones).
+# Files whose tests each run a whole `bureau train` on Ray (a trainer, engines, rollout workers,
+# sandboxes: several processes that expect both cores). Two at once on two cores took three
+# times as long as one after the other, so they are one unit of work for pytest-xdist: one
+# worker runs them in turn while the other runs everything else.
 ONE_AFTER_ANOTHER = {
     "tests/loop/test_ray_loop.py": "ray-training-runs",
+    "tests/learning/test_rl_learning.py": "ray-training-runs",
     "tests/loop/test_topology.py": "ray-training-runs",
 }
 
