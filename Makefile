@@ -41,10 +41,10 @@ typecheck: $(STAMP)
 	cd src/bureau/worlds/oracles && ../../../../$(VENV)/bin/mypy --config-file ../../../../pyproject.toml --no-namespace-packages $$(ls *.py)
 
 # Files go to the workers longest first (tests/durations.json); `make durations` measures them
-# again. One worker more than cores: a tenth of the tests' time is spent waiting (on sandboxes,
-# servers starting, timeouts that must expire), and with two workers on two cores they were 90%
-# busy. Measured in one checkout on 2 cores: 628 s with three workers, 705-722 s with two.
-WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n < 7 ? n + 1 : 8 )))
+# again. Two workers on two cores: a third one (628 s against 705-722 s in one checkout) gained
+# nothing from clean clones (861, 925 and 884 s against 818-946 s with two), since the suite is
+# CPU-bound there, and slowed the Ray tests it ran beside.
+WORKERS ?= 2
 unit: $(STAMP)
 	$(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=40
 
