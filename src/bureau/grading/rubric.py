@@ -295,18 +295,22 @@ MAX_CRITERIA = 10
 """A rubric asks one to ten things, as APEX-Agents' rubrics do (1-10 criteria); so does an
 `all_of` criterion of its parts."""
 
-PartCriterion = Annotated[
+AnswerCriterion = (
     NumericCriterion
     | TextCriterion
     | EntityListCriterion
     | UnsupportedCriterion
     | MentionsCriterion
+)
+"""A check of one key of the answer file."""
+_Checked = (
+    AnswerCriterion
     | FileExistsCriterion
     | XlsxCellCriterion
     | DocxContentCriterion
-    | PptxContentCriterion,
-    Field(discriminator="type"),
-]
+    | PptxContentCriterion
+)
+PartCriterion = Annotated[_Checked, Field(discriminator="type")]
 """A check the verifier decides itself: any criterion but a judge's or another `all_of`."""
 
 
@@ -321,27 +325,7 @@ class AllOfCriterion(_Criterion):
     """The parts, in order."""
 
 
-Criterion = Annotated[
-    NumericCriterion
-    | TextCriterion
-    | EntityListCriterion
-    | UnsupportedCriterion
-    | MentionsCriterion
-    | FileExistsCriterion
-    | XlsxCellCriterion
-    | DocxContentCriterion
-    | PptxContentCriterion
-    | JudgeCriterion
-    | AllOfCriterion,
-    Field(discriminator="type"),
-]
-AnswerCriterion = (
-    NumericCriterion
-    | TextCriterion
-    | EntityListCriterion
-    | UnsupportedCriterion
-    | MentionsCriterion
-)
+Criterion = Annotated[_Checked | JudgeCriterion | AllOfCriterion, Field(discriminator="type")]
 
 
 class Rubric(BaseModel):
