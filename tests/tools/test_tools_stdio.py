@@ -329,8 +329,10 @@ def test_every_tool_answers_for_any_file_and_the_server_keeps_serving(hostile: P
                 continue
             error, text = client.call("fs_read_text", {"path": name})
             assert error and kind in text, text
+            # Metadata without opening it: a FIFO opened for its line count blocked the call
+            # until its timeout (20 s here).
             error, text = client.call("fs_info", {"path": name})
-            assert text, name  # an answer, error or not
+            assert not error and f"type: {kind}" in text, text
         error, text = client.call("fs_read_text", {"path": "sparse.txt"})
         assert error and "file_too_large" in text, text
         error, text = client.call("fs_list", {"path": "."})
