@@ -47,19 +47,12 @@ def _host_memory_turn(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 DURATIONS = Path(__file__).with_name("durations.json")
-CPU_SECONDS = DURATIONS.with_name("cpu-seconds.json")
-WAITS_S = 3.0
-"""A file whose measured seconds exceed its CPU seconds by this much waits (see below)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest unit first (the Ray training runs), then the files that spend much of their
-    time waiting (timeouts that must expire, servers starting: their measured seconds,
-    `durations.json`, less their CPU seconds, `cpu-seconds.json`), then the rest longest
-    first. pytest-xdist hands them out in this order (with `--no-loadscope-reorder`): the
-    waiting files run beside the Ray runs, whose several processes use the core a wait leaves
-    idle, and the short files fill the gaps at the end instead of a long one running alone.
-    Order within a file is kept.
+    """The longest files first, by their measured seconds (`durations.json`): pytest-xdist then
+    hands them out first (with `--no-loadscope-reorder`), and the short ones fill the gaps
+    instead of a long file running alone at the end. Order within a file is kept.
 
     The session's models (`tiny_model`, and `tool_model`: half a minute on one core) are built
     by the first test that asks for them, and a worker that asks while another builds them waits.
@@ -67,26 +60,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     test does not (it builds them while that test runs, before the unit's later tests ask), and
     on the longest file that needs neither when it does (instead of waiting)."""
     seconds = json.loads(DURATIONS.read_text()) if DURATIONS.is_file() else {}
-    cpu = json.loads(CPU_SECONDS.read_text()) if CPU_SECONDS.is_file() else {}
 
     def file(item: pytest.Item) -> str:
         return ONE_AFTER_ANOTHER.get(item.nodeid.split("::", 1)[0], item.nodeid.split("::", 1)[0])
 
     cost: dict[str, float] = {}
-    waiting: dict[str, float] = {}
     for name, spent in seconds.items():
         unit = ONE_AFTER_ANOTHER.get(name, name)
         cost[unit] = cost.get(unit, 0.0) + spent
-        waiting[unit] = waiting.get(unit, 0.0) + spent - cpu.get(name, spent)
-    longest = max(cost, key=cost.__getitem__, default=None)
-
-    def rank(item: pytest.Item) -> tuple[int, float]:
-        unit = file(item)
-        if unit == longest:
-            return (0, 0.0)
-        return (1 if waiting.get(unit, 0.0) >= WAITS_S else 2, -cost.get(unit, 1.0))
-
-    items.sort(key=rank)
+    items.sort(key=lambda item: -cost.get(file(item), 1.0))
     models = {"tiny_model", "tool_model"}
     needs = {file(item) for item in items if models & set(getattr(item, "fixturenames", ()))}
     order = list(dict.fromkeys(file(item) for item in items))
@@ -127,6 +109,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 _measured: dict[str, float] = {}
 _cpu: dict[str, float] = {}
+CPU_SECONDS = DURATIONS.with_name("cpu-seconds.json")
 
 
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
