@@ -322,11 +322,10 @@ def fs_info(ws: Workspace, path: PathArg) -> str:
     target = ws.resolve(path)
     st = target.stat()
     facts: list[str] = [f"path: {ws.rel(target)}"]
-    special = special_kind(target)
     if target.is_dir():
         n = sum(len(files) for _, _, files in _walk(target))
         facts += ["type: folder", f"files inside (recursive): {n}"]
-    elif special is not None:
+    elif (special := special_kind(target)) is not None:
         # Never opened: a FIFO blocks until a writer comes (the call used to hang until its
         # timeout), a device may never end.
         facts.append(f"type: {special}, not a regular file")
