@@ -154,6 +154,37 @@ def demo_server(ws_root: Path) -> MCPServer[Any]:
     return server
 
 
+def test_servers_of_two_workspaces_share_the_derived_schema_and_keep_their_own_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK derives a tool's argument model and schema once per process (what a zygote
+    does before it forks); every server copies it with a call bound to its own workspace."""
+    from mcp.server.mcpserver.tools.base import Tool
+
+    derived: list[str] = []
+    original = Tool.from_function
+
+    def counting(*args: Any, **kwargs: Any) -> Tool:
+        derived.append(kwargs["name"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(Tool, "from_function", counting)
+    roots = [tmp_path / "a", tmp_path / "b"]
+    servers = []
+    for root in roots:
+        root.mkdir()
+        (root / "note.txt").write_text(f"this is {root.name}\n")
+        servers.append(build_server(["filesystem"], Workspace(root, ToolSettings())))
+    names = [t.name for t in anyio.run(servers[0].list_tools)]
+    # At most once each (none when an earlier test in this process derived them already).
+    assert len(derived) == len(set(derived)) and set(derived) <= set(names), derived
+    schemas = [{t.name: t.input_schema for t in anyio.run(s.list_tools)} for s in servers]
+    assert schemas[0] == schemas[1] and "fs_read_text" in schemas[0]
+    for server, root in zip(servers, roots, strict=True):
+        failed, text = _call(server, "fs_read_text", {"path": "note.txt"})
+        assert not failed and f"this is {root.name}" in text, text
+
+
 def test_schema_leaves_out_the_workspace(demo_server: MCPServer[Any]) -> None:
     tools = {t.name: t for t in anyio.run(demo_server.list_tools)}
     schema = tools["demo_echo"].input_schema

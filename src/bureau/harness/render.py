@@ -18,9 +18,10 @@ observation that follows; a turn that stopped on anything else is closed by the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from transformers import PreTrainedTokenizerBase
+if TYPE_CHECKING:  # a renderer is handed a tokenizer: importing transformers here is not needed
+    from transformers import PreTrainedTokenizerBase
 
 Message = dict[str, Any]
 

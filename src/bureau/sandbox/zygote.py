@@ -84,12 +84,16 @@ _READY_TIMEOUT_S = 20.0
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -P -m bureau.sandbox.zygote FD MODULE...`: import the modules and those each
-    lists in its `ZYGOTE_PRELOAD`, then serve requests until the socket closes."""
+    lists in its `ZYGOTE_PRELOAD`, run each one's `zygote_warm()` if it has one, then serve
+    requests until the socket closes."""
     args = list(sys.argv[1:] if argv is None else argv)
     sock = socket.socket(fileno=int(args[0]))
     for module in args[1:]:
         for name in [module, *getattr(importlib.import_module(module), "ZYGOTE_PRELOAD", ())]:
             importlib.import_module(name)
+        warm = getattr(sys.modules[module], "zygote_warm", None)
+        if warm is not None:
+            warm()
     # Objects that exist now are never collected: a collection in a child then leaves the
     # pages they share with the zygote untouched.
     gc.collect()

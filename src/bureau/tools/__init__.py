@@ -71,4 +71,19 @@ ZYGOTE_PRELOAD = ("bureau.tools.cli", "bureau.tools.server", *GROUPS.values())
 """What a zygote that forks tool servers imports ahead (`bureau.sandbox.zygote`): everything a
 server of any groups imports at start, so each forked server shares it."""
 
-__all__ = ["GROUPS", "PREFIXES", "ZYGOTE_PRELOAD", "groups_for"]
+
+def zygote_warm() -> None:
+    """Run by a zygote after `ZYGOTE_PRELOAD`, before it forks: builds what the SDK derives
+    from every tool's signature (`bureau.tools.core.ToolSet.tools`), so each forked server
+    copies it instead of deriving it again."""
+    import importlib
+    from pathlib import Path
+
+    from bureau.tools.core import ToolSettings, Workspace
+
+    workspace = Workspace(Path("/nonexistent-bureau-workspace"), ToolSettings())
+    for module in GROUPS.values():
+        importlib.import_module(module).TOOLS.tools(workspace)
+
+
+__all__ = ["GROUPS", "PREFIXES", "ZYGOTE_PRELOAD", "groups_for", "zygote_warm"]

@@ -75,20 +75,21 @@ def build_server(
     groups: Sequence[str], workspace: Workspace, *, name: str = "bureau-tools"
 ) -> BureauServer:
     """A server with the tools of `groups` (names from `bureau.tools.GROUPS`) registered."""
-    server = BureauServer(
+    tools = []
+    seen: set[str] = set()
+    for group in groups:
+        made = importlib.import_module(GROUPS[group]).TOOLS.tools(workspace)
+        duplicated = seen.intersection(t.name for t in made)
+        if duplicated:
+            raise ValueError(f"tool names registered twice: {sorted(duplicated)}")
+        seen.update(t.name for t in made)
+        tools += made
+    return BureauServer(
         name,
         instructions=INSTRUCTIONS.format(root=workspace.root, groups=", ".join(groups)),
         log_level="WARNING",
+        tools=tools,
     )
-    seen: set[str] = set()
-    for group in groups:
-        module = importlib.import_module(GROUPS[group])
-        names: list[str] = module.register(server, workspace)
-        duplicated = seen.intersection(names)
-        if duplicated:
-            raise ValueError(f"tool names registered twice: {sorted(duplicated)}")
-        seen.update(names)
-    return server
 
 
 def serve(groups: Sequence[str], workspace: Workspace, *, name: str = "bureau-tools") -> None:

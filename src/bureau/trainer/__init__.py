@@ -5,10 +5,34 @@ It is algorithm-blind (see `bureau.algo.inputs`): batches arrive with per-token 
 loss weights, and the loss function is passed in. Batches are `bureau.records.TrainBatch`.
 """
 
-from bureau.trainer.config import OptimizerConfig, TrainerConfig
-from bureau.trainer.fsdp import Parallel
-from bureau.trainer.packing import PackingConfig
-from bureau.trainer.trainer import Trainer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bureau.trainer.config import OptimizerConfig, TrainerConfig
+    from bureau.trainer.fsdp import Parallel
+    from bureau.trainer.packing import PackingConfig
+    from bureau.trainer.trainer import Trainer
+
+# Imported when first asked for: the configs are read where torch is not needed (a command's
+# flags are checked, a path found missing, before torch is imported).
+_HOMES = {
+    "OptimizerConfig": "bureau.trainer.config",
+    "TrainerConfig": "bureau.trainer.config",
+    "Parallel": "bureau.trainer.fsdp",
+    "PackingConfig": "bureau.trainer.packing",
+    "Trainer": "bureau.trainer.trainer",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "OptimizerConfig",
