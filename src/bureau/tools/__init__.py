@@ -76,14 +76,12 @@ def zygote_warm() -> None:
     """Run by a zygote after `ZYGOTE_PRELOAD`, before it forks: builds what the SDK derives
     from every tool's signature (`bureau.tools.core.ToolSet.tools`), so each forked server
     copies it instead of deriving it again."""
-    import importlib
     from pathlib import Path
 
     from bureau.tools.core import ToolSettings, Workspace
+    from bureau.tools.server import build_server
 
-    workspace = Workspace(Path("/nonexistent-bureau-workspace"), ToolSettings())
-    for module in GROUPS.values():
-        importlib.import_module(module).TOOLS.tools(workspace)
+    build_server(list(GROUPS), Workspace(Path("/nonexistent-bureau-workspace"), ToolSettings()))
 
 
 __all__ = ["GROUPS", "PREFIXES", "ZYGOTE_PRELOAD", "groups_for", "zygote_warm"]

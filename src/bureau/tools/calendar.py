@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import icalendar
@@ -33,9 +33,6 @@ from bureau.tools.core import (
     check_deadline,
     count,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("calendar", "cal_")
 CALENDAR_DIR = "calendar"
@@ -516,10 +513,6 @@ def cal_create_event(
         f"added {summary!r} on {_span(lo, hi, tz, False)} to {cal.name} "
         f"({ws.rel(cal.path)}); uid {uid}"
     )
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import json
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -24,9 +24,6 @@ from bureau.tools.core import (
     check_deadline,
     count,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("chat", "chat_")
 CHAT_DIR = "chat"
@@ -227,10 +224,6 @@ def chat_post(
     return (
         f"posted to {where} as {user!r} (ts {ts}); {ws.rel(path)} now has {len(messages)} messages"
     )
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
 from bureau.tools.core import FailureKind, ToolFailure, ToolSet, Workspace
 from bureau.tools.runner import RunResult, run_isolated
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("code", "code_")
 TimeoutArg = Annotated[
@@ -116,10 +113,6 @@ def code_run_shell(
             "the command is over 100 kB; write a script file with fs_write_text and run that",
         )
     return _run(ws, [shell, "-c", command], None, timeout_s)
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

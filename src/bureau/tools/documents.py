@@ -9,7 +9,7 @@ stays stable while reading, and it shifts after an insert or a delete (the resul
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import docx
 from docx.document import Document
@@ -18,9 +18,6 @@ from pydantic import Field
 from bureau.tools import readers
 from bureau.tools.blocks import Block, Blocks, describe_blocks, markdown_table
 from bureau.tools.core import FailureKind, Overwrite, PathArg, ToolFailure, ToolSet, Workspace
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("documents", "docx_")
 SUFFIXES = (".docx",)
@@ -201,10 +198,6 @@ def docx_edit_paragraph(
         changes.append(f"text {old[:60]!r} -> {text[:60]!r}")
     _save(ws, document, file)
     return f"edited paragraph {index} of {ws.rel(file)}: {'; '.join(changes)}"
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

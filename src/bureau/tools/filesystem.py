@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -30,9 +30,6 @@ from bureau.tools.core import (
     special_kind,
     suggest_tool,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("filesystem", "fs_")
 FolderArg = Annotated[
@@ -366,10 +363,6 @@ def fs_write_text(
     verb = "replaced" if existed else "created"
     n_lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     return f"{verb} {ws.rel(target)}: {len(data)} bytes, {n_lines} lines"
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses, make_msgid
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -30,9 +30,6 @@ from bureau.tools.core import (
     check_deadline,
     count,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("mail", "mail_")
 MAILBOX = "mail"
@@ -324,10 +321,6 @@ def mail_reply(
         in_reply_to=original.message_id,
         references=str(raw["References"] or ""),
     )
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 from xml.sax.saxutils import escape
 
 from pydantic import Field
@@ -36,9 +36,6 @@ from bureau.tools.core import (
     Workspace,
     check_deadline,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("pdf", "pdf_")
 PagesArg = Annotated[
@@ -209,10 +206,6 @@ def pdf_create(
         f"wrote {ws.rel(target)}: {pages} page{'s' if pages != 1 else ''}, "
         f"title {title!r}, {describe_blocks(blocks)}"
     )
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

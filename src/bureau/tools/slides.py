@@ -9,7 +9,7 @@ bullets and "Title Only" otherwise; tables go below the text.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from pptx import Presentation
 from pptx.presentation import Presentation as Deck
@@ -27,9 +27,6 @@ from bureau.tools.core import (
     Workspace,
     count,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("slides", "slides_")
 SUFFIXES = (".pptx",)
@@ -292,10 +289,6 @@ def slides_set_table(
     _save(ws, deck, file)
     n_cols = max(map(len, texts), default=0)
     return f"{action} on slide {slide} of {ws.rel(file)}: {len(texts)} rows x {n_cols} columns"
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":

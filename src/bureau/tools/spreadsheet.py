@@ -18,7 +18,7 @@ import datetime as dt
 import re
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 from xml.sax.saxutils import escape
 
 import openpyxl
@@ -38,9 +38,6 @@ from bureau.tools.core import (
     Workspace,
     count,
 )
-
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
 
 TOOLS = ToolSet("spreadsheet", "sheet_")
 SUFFIXES = (".xlsx", ".xlsm")
@@ -370,10 +367,6 @@ def sheet_create(
         wrote = f"; wrote {n_cells} cells to {span}{_formula_note(n_formulas)}"
     _save(ws, wb, target)
     return f"created {ws.rel(target)} with sheets {', '.join(sheets)}{wrote}"
-
-
-def register(server: MCPServer[Any], ws: Workspace) -> list[str]:
-    return TOOLS.register(server, ws)
 
 
 if __name__ == "__main__":
