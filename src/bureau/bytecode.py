@@ -1,7 +1,7 @@
 """`python -m bureau.bytecode [MODULE...]`: write the bytecode of what bureau's processes import.
 
 `make` installs the venvs without bytecode (`pip install --no-compile`): pip compiles every file
-it installs (17,900 in `.venv`; `make venv` took 99 CPU s with that, 46 with this instead),
+it installs (17,900 in `.venv`; `make venv` took 99 CPU s with that, 46-52 with this instead),
 where bureau's processes import about a quarter of them. This imports what they import at start
 and writes that: every bureau module (so its commands, Ray actors and tool servers start from
 bytecode even where PYTHONDONTWRITEBYTECODE is set, as in many container images), and whole, but
