@@ -76,8 +76,6 @@ def write_bytecode(
 def main(argv: Sequence[str] | None = None) -> int:
     extra = list(sys.argv[1:] if argv is None else argv)
     try:
-        if sys.dont_write_bytecode:  # before bureau_modules(), which imports every package
-            raise RuntimeError("PYTHONDONTWRITEBYTECODE is set: unset it to write bytecode")
         imported, missing = write_bytecode([*bureau_modules(), *extra])
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
