@@ -497,6 +497,8 @@ def remove_groups(dirs: Iterable[Path]) -> None:
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(int(pid), signal.SIGKILL)
                 time.sleep(0.02)
+        else:
+            log.warning("cgroup %s still busy after 5 s of kills: not removed", group)
 
 
 def remove_stale(dirs: Iterable[Path]) -> None:
