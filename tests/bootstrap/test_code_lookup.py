@@ -13,7 +13,7 @@ import pytest
 from bootstrap_fakes import INSTRUCTION, register_task
 
 from bureau.bootstrap.config import MISTAKES, Mistake
-from bureau.bootstrap.teacher import FINAL_MESSAGE, GIVE_UP_MESSAGE, Teacher, answer_columns
+from bureau.bootstrap.teacher import DONE, GIVE_UP_MESSAGE, Teacher, answer_columns
 from bureau.harness.parse import parse_assistant
 
 HEADER = ("Contract ID", "Counterparty", "Type", "Annual Value (USD)", "Governing Law")
@@ -74,11 +74,11 @@ def test_a_clean_program_writes_the_right_answer(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
     teacher = Teacher(_task(root), None, random.Random(0), lookup_by_code=True)
     first = teacher.next_turn(None)
-    assert '\\"C-107\\"' in first  # the id, copied from the instruction into the program
+    assert "'C-107'" in first  # the id, copied from the instruction into the program
     done = _run_program(first, root)
     assert done.returncode == 0, done.stderr
     assert _answer(root) == {"counterparty": "Castillo Systems", "annual_value": 2010000}
-    assert teacher.next_turn(done.stdout) == FINAL_MESSAGE
+    assert teacher.next_turn(done.stdout) == DONE
 
 
 @pytest.mark.parametrize("mistake", MISTAKES)

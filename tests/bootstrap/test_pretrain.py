@@ -19,25 +19,44 @@ def tokenizer(tiny_model: Path):  # type: ignore[no-untyped-def]
     return AutoTokenizer.from_pretrained(str(tiny_model), local_files_only=True)
 
 
-def test_the_trained_tokens_are_the_id_written_earlier(tokenizer) -> None:  # type: ignore[no-untyped-def]
+def test_the_trained_tokens_are_a_span_written_earlier(tokenizer) -> None:  # type: ignore[no-untyped-def]
     task = CopyTask(tokenizer, max_words=40)
     rng = random.Random(0)
-    for _ in range(50):
+    for _ in range(80):
         ids, mask = task.sample(rng)
         start = mask.index(1)
         assert all(mask[start:]) and not any(mask[:start])
         copied = tokenizer.decode(ids[start:])
-        ident, quote = copied[:-1].removesuffix("\\"), copied[-1]
-        assert quote == '"' and ident[0].isupper() and ident[1] == "-" and ident[2:].isdigit()
-        # written earlier with a spaced letter, as in "contract C-103"
-        assert f" {ident}" in tokenizer.decode(ids[:start])
+        assert copied[-1] in "'\"", copied  # the closing quote is trained too
+        span = copied.strip("'\"\\")
+        assert span and f"{span}" in tokenizer.decode(ids[:start]), (copied, ids)
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape"),
+    [
+        ("id", r"[A-Z]{1,2}-\d{2,4}"),
+        ("name", r"[A-Z][a-z]+( [A-Z][a-z]+){0,2}"),
+        ("slug", r"[a-z]+(-[a-z]+){0,2}"),
+        ("path", r"[a-z]+(/[a-z]+)?/[a-z]+(-[a-z]+){0,2}(_[a-z]+){0,3}(_v\d)?\.[a-z]+"),
+    ],
+)
+def test_each_kind_of_span_has_its_shape(tokenizer, kind: str, shape: str) -> None:  # type: ignore[no-untyped-def]
+    import re
+
+    task = CopyTask(tokenizer, max_words=10, kinds=(kind,))
+    rng = random.Random(1)
+    for _ in range(30):
+        assert re.fullmatch(shape, task.span(rng, kind))
+    with pytest.raises(ValueError, match="span kinds must be among"):
+        CopyTask(tokenizer, max_words=10, kinds=("sentence",))
 
 
 def test_the_curriculum_lengthens_the_text(tokenizer) -> None:  # type: ignore[no-untyped-def]
     task = CopyTask(tokenizer, max_words=80)
     take = task.batches(seed=3, steps=10, per_step=16)
     first, last = take(0), take(9)
-    assert max(len(ids) for ids, _ in first) < min(80, max(len(ids) for ids, _ in last))
+    assert sum(len(ids) for ids, _ in first) < sum(len(ids) for ids, _ in last)
     assert take(4) == task.batches(seed=3, steps=10, per_step=16)(4)  # depends on step and seed
     assert take(4) != take(5)
 

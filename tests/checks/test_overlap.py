@@ -128,7 +128,7 @@ def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> No
     done = subprocess.run(
         [
             sys.executable, "-m", "bureau.cli.main", "tasks", "overlap",
-            str(train_cfg.out), str(eval_cfg.out), "--report", str(report),
+            str(train_cfg.out), str(eval_cfg.out), "--report", str(report), "--vocab", "none",
         ],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip

@@ -13,6 +13,8 @@ from bureau.harness.loop import HarnessConfig
 from bureau.trainer.config import OptimizerConfig, TrainerConfig
 from bureau.trials.faults import FaultConfig
 
+SpanKind = Literal["id", "name", "slug", "path"]
+"""What copy pretraining copies (`bureau.bootstrap.pretrain`)."""
 Mistake = Literal["wrong_file", "wrong_value", "missing_key", "malformed_call", "give_up"]
 MISTAKES: tuple[Mistake, ...] = (
     "wrong_file",
@@ -163,7 +165,12 @@ class PretrainConfig(StrictModel):
     sequences_per_step: int = Field(default=32, ge=1)
     """Synthetic sequences per step."""
     max_words: int = Field(default=80, ge=2)
-    """Most words around the id at the end of the curriculum."""
+    """Most words around the span at the end of the curriculum."""
+    spans: list[SpanKind] = Field(
+        default_factory=lambda: list[SpanKind](("id", "id", "path", "slug")), min_length=1
+    )
+    """The kinds of span copied (`bureau.bootstrap.pretrain.SPAN_KINDS`), each sequence's drawn
+    from this list uniformly (a kind listed twice is drawn twice as often)."""
     eval_every: int = Field(default=100, ge=1)
     """Measure the greedy copy accuracy on 64 held-out sequences every this many steps."""
     lr: float = Field(default=3e-3, gt=0)

@@ -1,27 +1,36 @@
 """Copy pretraining: the one skill of a base model that the CPU demo's tiny policy lacks.
 
 A randomly initialised tiny model can learn the fixed parts of a demonstration in a few dozen
-SFT steps (the tool-call format, a program's boilerplate), but not to copy an id it has just
-read in the instruction into its own call: from about a hundred demonstrations it learns the
-ids' prior instead. Real base models copy from their context long before any fine-tuning. This
-stage gives the tiny model that skill on synthetic text, before it sees a single task:
+SFT steps (the tool-call format, a program's boilerplate), but not to copy what it has just
+read (an id in the instruction, a file name in a tool's output) into its own call: from a few
+hundred demonstrations it learns the prior of the values it saw instead. Real base models copy
+from their context long before any fine-tuning. This stage gives the tiny model that skill on
+synthetic text, before it sees a single task:
 
-    <words> K-4821 <words> 77 <words> K-4821 <words> \\n<word> "K-4821"
-                                                          ^^^^^^^^ loss on these tokens
+    <words> `models/quill-works_cost_model_v3.xlsx` <words> 77 <words>
+    <word>('models/quill-works_cost_model_v3.xlsx'
+           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ loss on these tokens
 
-Each sequence is random words from the tokenizer's own vocabulary with an id (a capital letter,
-a dash and 2-5 digits) written once or twice among them, up to two other numbers (distractors),
-then a newline, one word and a quote; the id follows with its closing quote, and only those
-tokens are trained. The number of words grows from 2 to `max_words` over the run (copying from
-a short context is learned first, then from longer ones). Nothing here comes from the worlds:
-no file, name, id or answer of any task.
+Each sequence is random words of the tokenizer's own vocabulary with one span written once or
+twice among them, up to two bare numbers (distractors), then a newline, one word and an opening
+quote; the span follows with its closing quote, and only those tokens are trained. A span is
+one of four kinds (`SPAN_KINDS`), as the tasks' programs copy them: an id (`K-4821`), a name of
+one to three capitalised words (`Quill Works Ltd`), a slug of one to three words joined by
+dashes (`quill-works`), or a path (a folder, a slug and words joined by underscores, a version,
+an extension). Where the span was written it sits between spaces, backticks, quotes or in a
+printed list (`['K-4821_quill-works.pdf']`); where it is copied it follows a plain, JSON-escaped
+or single quote (as in a program inside a tool call). The words of names, slugs and paths are
+the vocabulary's own words with their leading space dropped, so they split into pieces
+(`norwood` is `n`, `or`, `wood`) as unseen company names do. The text is encoded whole, so the
+tokens trained are the tokens a policy emits. The number of words grows from 10% of `max_words`
+to all of it over the run (copying from a short context is learned first). Nothing here comes
+from the worlds: no file, name, id or answer of any task.
 
 The loss is a sampled softmax (`sampled_softmax_nll`): the log-probability of each trained
-token among the ids of the batch's sequences plus a few thousand random ones, not among all
-151,936. The copied ids are always in the batch, so the skill is the same, and the output layer,
-which dominates a tiny model's cost, shrinks about 30-fold: this stage takes a few minutes on
-two cores, where full-vocabulary steps through `Trainer` took ten times longer. SFT and RL then
-use the full softmax, as the engines do.
+token among the ids of the batch's sequences plus a few thousand random ones, not among the
+whole vocabulary. The copied tokens are always in the batch, so the skill is the same, and the
+output layer, which dominates a tiny model's cost, shrinks: this stage takes a few minutes on
+two cores. SFT and RL then use the full softmax, as the engines do.
 """
 
 from __future__ import annotations
@@ -41,15 +50,34 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 _LETTERS = "ABCDEFGHJKLMNPRSTUVWXYZ"
+SPAN_KINDS = ("id", "name", "slug", "path")
+"""What a sequence asks to copy (see the module docstring)."""
+_WRITTEN = ((" ", " "), (" `", "`"), (" '", "'"), (' "', '"'), (" ['", "']"), (" (", ")"))
+"""How a span is written in the text: (before, after)."""
+_COPIED = (
+    (" '", "'"), ("('", "'"), ("['", "'"), (' "', '"'), ('("', '"'), (' \\"', '\\"'),
+)  # fmt: skip
+"""How it is copied: (the opening quote the prompt ends with, the closing quote trained)."""
+_EXTENSIONS = ("xlsx", "pdf", "docx", "pptx", "eml", "csv", "json")
 
 
 class CopyTask:
     """Synthetic copy sequences over a tokenizer's vocabulary (see the module docstring)."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, max_words: int) -> None:
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        max_words: int,
+        kinds: Sequence[str] = SPAN_KINDS,
+    ) -> None:
         if max_words < 2:
             raise ValueError(f"max_words must be at least 2, got {max_words}")
+        unknown = sorted(set(kinds) - set(SPAN_KINDS))
+        if unknown or not kinds:
+            raise ValueError(f"span kinds must be among {SPAN_KINDS}, got {list(kinds)}")
         self.max_words = max_words
+        self.kinds = tuple(kinds)
+        """Drawn uniformly, so a kind listed twice is drawn twice as often."""
         self.tokenizer = tokenizer
 
     @cached_property
@@ -64,39 +92,52 @@ class CopyTask:
         return sorted(chosen)
 
     @cached_property
-    def _pieces(self) -> dict[str, int]:
-        def one(text: str) -> int:
-            ids = self.tokenizer.encode(text, add_special_tokens=False)
-            if len(ids) != 1:
-                raise ValueError(f"{text!r} is not one token in this vocabulary")
-            return ids[0]
+    def _texts(self) -> list[str]:
+        """The words' lowercase text without the space (`market`)."""
+        found = self.tokenizer.convert_ids_to_tokens(self.words)
+        return sorted({self.tokenizer.convert_tokens_to_string([t])[1:].lower() for t in found})
 
-        texts = [*"0123456789-\n", " ", ' "', '"', ' \\"', '\\"']
-        texts += [*_LETTERS, *(f" {c}" for c in _LETTERS)]
-        return {t: one(t) for t in texts}
+    def span(self, rng: random.Random, kind: str) -> str:
+        """One span of `kind` to copy."""
+        word = lambda: rng.choice(self._texts)  # noqa: E731
+        if kind == "id":
+            letters = "".join(rng.choice(_LETTERS) for _ in range(rng.choice((1, 1, 1, 2))))
+            return f"{letters}-{rng.randint(0, 10 ** rng.choice((2, 3, 3, 3, 4)) - 1):03d}"
+        if kind == "name":
+            return " ".join(word().capitalize() for _ in range(rng.randint(1, 3)))
+        slug = "-".join(word() for _ in range(rng.randint(1, 3)))
+        if kind == "slug":
+            return slug
+        parts = [slug, *(word() for _ in range(rng.randint(0, 3)))]
+        if rng.random() < 0.5:
+            parts.append(f"v{rng.randint(1, 9)}")
+        folders = "/".join(word() for _ in range(rng.randint(1, 2)))
+        return f"{folders}/{'_'.join(parts)}.{rng.choice(_EXTENSIONS)}"
 
     def sample(self, rng: random.Random, progress: float = 1.0) -> Demo:
-        """One sequence and its loss mask; `progress` in [0, 1] scales its length.
-
-        In the text the id's letter is the spaced token (` K`, as in "contract K-4821"); where
-        it is copied it follows a quote, plain or JSON-escaped (`"K-4821"`, `\\"K-4821\\"`,
-        as in a program inside a tool call), so the model learns that they are one id."""
-        p = self._pieces
-        digits = [p[d] for d in "0123456789"]
+        """One sequence and its loss mask; `progress` in [0, 1] scales its length."""
+        kind = rng.choice(self.kinds)
+        span = self.span(rng, kind)
         longest = max(2, round(self.max_words * min(1.0, max(0.0, progress))))
-        letter = rng.choice(_LETTERS)
-        number = [rng.choice(digits) for _ in range(rng.randint(2, 5))]
-        chunks: list[list[int]] = [[rng.choice(self.words)] for _ in range(rng.randint(2, longest))]
+        pieces = [" " + rng.choice(self._texts) for _ in range(rng.randint(2, longest))]
+        before, after = rng.choice(_WRITTEN)
         for _ in range(rng.randint(1, 2)):
-            chunks.insert(rng.randint(0, len(chunks)), [p[f" {letter}"], p["-"], *number])
+            pieces.insert(rng.randint(0, len(pieces)), f"{before}{span}{after}")
         for _ in range(rng.randint(0, 2)):
-            other = [rng.choice(digits) for _ in range(rng.randint(2, 6))]
-            chunks.insert(rng.randint(0, len(chunks)), [p[" "], *other])
-        opening, closing = rng.choice(((' "', '"'), (' \\"', '\\"')))
-        prompt = [t for chunk in chunks for t in chunk]
-        prompt += [p["\n"], rng.choice(self.words), p[opening]]
-        answer = [p[letter], p["-"], *number, p[closing]]
-        return prompt + answer, [0] * len(prompt) + [1] * len(answer)
+            pieces.insert(rng.randint(0, len(pieces)), f" {rng.randint(10, 999999)}")
+        opening, closing = rng.choice(_COPIED)
+        prompt = "".join(pieces).lstrip() + "\n" + rng.choice(self._texts) + opening
+        return self._encode(prompt, span + closing)
+
+    def _encode(self, prompt: str, copied: str) -> Demo:
+        """The ids of `prompt + copied` encoded whole, and the mask of every token that ends
+        inside `copied` (a token spanning the boundary is the model's to write too)."""
+        encoded = self.tokenizer(
+            prompt + copied, add_special_tokens=False, return_offsets_mapping=True
+        )
+        ids = list(encoded["input_ids"])
+        mask = [int(end > len(prompt)) for _, end in encoded["offset_mapping"]]
+        return ids, mask
 
     def batches(self, seed: int, steps: int, per_step: int) -> Callable[[int], list[Demo]]:
         """`take(step)`: the `per_step` sequences of 0-based `step`, the same for a seed
@@ -114,9 +155,15 @@ class CopyTask:
 def copy_accuracy(model: Any, demos: Sequence[Demo]) -> float:
     """Greedy accuracy on the trained tokens of `demos`, teacher-forced (logits only where a
     trained token is predicted)."""
+    return copy_scores(model, demos)[0]
+
+
+def copy_scores(model: Any, demos: Sequence[Demo]) -> tuple[float, float]:
+    """(greedy accuracy on the trained tokens, share of `demos` whose every trained token is
+    the greedy one), teacher-forced."""
     import torch
 
-    right = total = 0
+    right = total = whole = 0
     with torch.no_grad():
         for ids, mask in demos:
             keep = [i for i in range(len(ids) - 1) if mask[i + 1]]
@@ -124,9 +171,11 @@ def copy_accuracy(model: Any, demos: Sequence[Demo]) -> float:
                 continue
             logits = model(input_ids=torch.tensor([ids]), logits_to_keep=torch.tensor(keep)).logits
             predicted = logits[0].argmax(-1).tolist()
-            right += sum(p == ids[i + 1] for p, i in zip(predicted, keep, strict=True))
+            hits = sum(p == ids[i + 1] for p, i in zip(predicted, keep, strict=True))
+            right += hits
             total += len(keep)
-    return right / total if total else 0.0
+            whole += hits == len(keep)
+    return (right / total if total else 0.0), (whole / len(demos) if demos else 0.0)
 
 
 def sampled_softmax_nll(
@@ -182,9 +231,17 @@ def pretrain_copy(
     tokenizer = AutoTokenizer.from_pretrained(str(config.model), local_files_only=True)
     model, _ = load_checkpoint(config.model, dtype=torch.float32)
     model.train()
-    task = CopyTask(tokenizer, config.max_words)
+    task = CopyTask(tokenizer, config.max_words, config.spans)
     take = task.batches(config.seed, config.steps, config.sequences_per_step)
-    held_out = [task.sample(random.Random(f"held-out/{config.seed}/{i}")) for i in range(64)]
+    held_out = {
+        kind: [
+            CopyTask(tokenizer, config.max_words, (kind,)).sample(
+                random.Random(f"held-out/{config.seed}/{kind}/{i}")
+            )
+            for i in range(32)
+        ]
+        for kind in dict.fromkeys(task.kinds)
+    }
     weight = model.get_output_embeddings().weight
     body = model.get_decoder()
     optimizer = adamw(list(model.parameters()), lr=config.lr, weight_decay=0.0)
@@ -211,11 +268,15 @@ def pretrain_copy(
             }
             if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
                 model.eval()
-                metrics["copy_accuracy"] = copy_accuracy(model, held_out)
+                scores = {kind: copy_scores(model, demos) for kind, demos in held_out.items()}
                 model.train()
+                metrics["copy_accuracy"] = sum(a for a, _ in scores.values()) / len(scores)
+                metrics["copy_exact"] = {kind: exact for kind, (_, exact) in scores.items()}
+                exact = ", ".join(f"{k} {e:.2f}" for k, e in metrics["copy_exact"].items())
                 say(
                     f"step {step + 1}: nll {metrics['nll']:.3f}, copy accuracy "
-                    f"{metrics['copy_accuracy']:.2f} (held-out, up to {config.max_words} words)"
+                    f"{metrics['copy_accuracy']:.2f}, spans copied whole: {exact} (held-out, "
+                    f"up to {config.max_words} words)"
                 )
             metrics_file.write(json.dumps(metrics) + "\n")
             history.append(metrics)

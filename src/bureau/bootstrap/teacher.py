@@ -10,10 +10,15 @@ call is one that a model could learn to make from what it sees: the path and the
 the instruction, the sheet name from the previous tool output. The values come from the task's
 rubric on the host (the teacher knows the answer), formatted as plainly as the tolerance allows.
 
-With `lookup_by_code`, two kinds of starter task are one program instead (`code_run_python`):
-a row lookup (the row of the id the instruction names, the answer keys from the columns that
-hold them) and named ranges (each name's value, times 100 when the question asks for percent,
-or the sheet of the one name given).
+With `lookup_by_code`, three kinds of starter task are short programs instead
+(`code_run_python`): a row lookup (the row of the id the instruction names, the answer keys from
+the columns that hold them); a row lookup whose id the instruction does not give but a folder it
+names does (a first program lists the folder, and the lookup copies the id from that listing:
+two tool calls, the second acting on what the first showed); and named ranges (each name's
+value, times 100 when the question asks for percent, or the sheet of the one name given). The
+programs are as short as they can be while staying plain Python (single quotes, which JSON
+does not escape; no folder creation, since `output/` exists), because a tiny policy pays for
+every token it decodes, and they end with `DONE`.
 
 A seeded mistake changes one trajectory the way a weak policy fails: another file is read and
 answered from, one value is replaced by another number or name seen in the tool output, one key
@@ -37,6 +42,8 @@ from bureau.grading.rubric import leaf_criteria
 
 ANSWER_PATH = "output/answer.json"
 FINAL_MESSAGE = "I wrote my answer to output/answer.json."
+DONE = "Done."
+"""The closing message after a program wrote the answer (`lookup_by_code`)."""
 GIVE_UP_MESSAGE = "I could not find the answer in the files."
 READ_TOOLS = {
     ".xlsx": "sheet_read",
@@ -46,11 +53,14 @@ READ_TOOLS = {
     ".eml": "mail_read",
 }
 _NAMED_FILE = re.compile(r"`([^`\s]+\.(?:xlsx|pdf|docx|pptx|eml))`")
+_NAMED_FOLDER = re.compile(r"`([^`\s]+)/`")
 _ANSWER_KEY = re.compile(r"^- `([^`]+)`:", re.MULTILINE)
 _DEFINED_NAME = re.compile(r"(\w+) = '?([^'!]+)'?!")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
 _NAME = re.compile(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 _ROW_KEY = re.compile(r"\b[A-Z]{1,4}-\d{2,6}\b")
+_FILED_KEY = re.compile(r"(?<![A-Za-z0-9])[A-Z]{1,4}-\d{2,6}(?!\d)")
+"""A row id at the start of a file name (`C-105_weber-supply-co_supply.pdf`)."""
 
 ToolCall = tuple[str, dict[str, Any]]
 
@@ -82,6 +92,13 @@ class TaskView:
         """Files named in the instruction, in order, without repeats."""
         found = [m for m in _NAMED_FILE.findall(self.instruction) if m != ANSWER_PATH]
         return list(dict.fromkeys(found))
+
+    @property
+    def named_folders(self) -> list[str]:
+        """Folders the question names (`contracts/executed/`), without the slash (not the
+        answer convention's `output/`)."""
+        question = self.instruction.split("## Answer keys")[0]
+        return list(dict.fromkeys(_NAMED_FOLDER.findall(question)))
 
     @property
     def row_key(self) -> str | None:
@@ -189,47 +206,45 @@ def _same(value: Any, c: Criterion) -> bool:
 
 
 def lookup_call(path: str, key: str, columns: dict[str, str]) -> ToolCall:
-    """A `code_run_python` call that finds the row of `path` holding `key`, writes the answer
-    keys from the named columns of that row to output/answer.json, and prints them."""
-    picks = ", ".join(f"{json.dumps(k)}: row[{json.dumps(h)}]" for k, h in columns.items())
+    """A `code_run_python` call that finds the row of `path` holding `key` and writes the
+    answer keys from the named columns of that row to output/answer.json."""
+    picks = ",".join(f"{_q(k)}:d[{_q(h)}]" for k, h in columns.items())
     code = (
-        "import json, os, openpyxl\n"
-        f"rows = list(openpyxl.load_workbook({json.dumps(path)}).active.values)\n"
-        f"row = dict(zip(rows[0], next(r for r in rows if {json.dumps(key)} in r)))\n"
-        f"answer = {{{picks}}}\n"
-        'os.makedirs("output", exist_ok=True)\n'
-        f'json.dump(answer, open({json.dumps(ANSWER_PATH)}, "w"))\n'
-        "print(answer)\n"
+        "import json,openpyxl\n"
+        f"r=list(openpyxl.load_workbook({_q(path)}).active.values)\n"
+        f"d=dict(zip(r[0],next(x for x in r if {_q(key)} in x)))\n"
+        f"json.dump({{{picks}}},open({_q(ANSWER_PATH)},'w'))\n"
     )
     return "code_run_python", {"code": code}
+
+
+def listing_call(folder: str) -> ToolCall:
+    """A `code_run_python` call that prints the names in `folder`, sorted."""
+    return "code_run_python", {"code": f"import os\nprint(sorted(os.listdir({_q(folder)})))\n"}
 
 
 def named_range_call(path: str, picks: list[tuple[str, str, str]]) -> ToolCall:
     """A `code_run_python` call that reads named ranges of the workbook at `path` and writes
     the answer keys to output/answer.json: `picks` holds (answer key, defined name, what),
     `what` being `value`, `percent` (the value times 100) or `sheet` (the sheet it is on)."""
-    reads = {"value": "named({})[1]", "percent": "named({})[1] * 100", "sheet": "named({})[0]"}
-    picks_code = ", ".join(
-        f"{json.dumps(key)}: "
-        + (
-            f"round({reads[what].format(json.dumps(name))}, 2)"
-            if what != "sheet"
-            else reads[what].format(json.dumps(name))
-        )
-        for key, name, what in picks
-    )
+    reads = {"value": "round(v({})[1],2)", "percent": "round(v({})[1]*100,2)", "sheet": "v({})[0]"}
+    answer = ",".join(f"{_q(key)}:{reads[what].format(_q(name))}" for key, name, what in picks)
     code = (
-        "import json, os, openpyxl\n"
-        f"book = openpyxl.load_workbook({json.dumps(path)}, data_only=True)\n"
-        "def named(name):\n"
-        "    sheet, ref = next(book.defined_names[name].destinations)\n"
-        '    return sheet, book[sheet][ref.replace("$", "")].value\n'
-        f"answer = {{{picks_code}}}\n"
-        'os.makedirs("output", exist_ok=True)\n'
-        f'json.dump(answer, open({json.dumps(ANSWER_PATH)}, "w"))\n'
-        "print(answer)\n"
+        "import json,openpyxl\n"
+        f"b=openpyxl.load_workbook({_q(path)},data_only=True)\n"
+        "def v(n):\n"
+        " s,c=next(b.defined_names[n].destinations)\n"
+        " return s,b[s][c].value\n"
+        f"json.dump({{{answer}}},open({_q(ANSWER_PATH)},'w'))\n"
     )
     return "code_run_python", {"code": code}
+
+
+def _q(text: str) -> str:
+    """`text` as a single-quoted Python string literal."""
+    if "'" in text or "\\" in text or "\n" in text:
+        return repr(text)
+    return f"'{text}'"
 
 
 def call_text(call: ToolCall) -> str:
@@ -331,6 +346,10 @@ class Teacher(ScriptedTurns):
         if plan is not None:
             yield from self._code_turns(*plan)
             return
+        listing = self._listing_plan()
+        if listing is not None:
+            yield from self._listing_turns(*listing)
+            return
         names = self._named_range_plan()
         if names is not None:
             yield from self._named_range_turns(*names)
@@ -380,6 +399,12 @@ class Teacher(ScriptedTurns):
         if self.mistake == "give_up":
             yield GIVE_UP_MESSAGE
             return
+        yield from self._one_program(self._lookup_program(path, key, columns, headers))
+
+    def _lookup_program(
+        self, path: str, key: str, columns: dict[str, str], headers: list[str]
+    ) -> ToolCall:
+        """The row lookup with this trajectory's mistake, if it is one a lookup can make."""
         if self.mistake == "wrong_file":
             path = self._targets()[0]
         elif self.mistake == "wrong_value":
@@ -392,7 +417,46 @@ class Teacher(ScriptedTurns):
             del columns[self._forgotten(list(columns))]
         order = {k: i for i, k in enumerate(self.task.answer_keys)}
         columns = dict(sorted(columns.items(), key=lambda kv: order.get(kv[0], len(order))))
-        yield from self._one_program(lookup_call(path, key, columns))
+        return lookup_call(path, key, columns)
+
+    def _listing_plan(self) -> tuple[str, str, str, dict[str, str], list[str]] | None:
+        """(folder, register, row id, answer key -> column, every column) when the instruction
+        names one folder and one spreadsheet and no row id, and the folder holds one file whose
+        name starts with a row id of that spreadsheet: list the folder, then look the id up."""
+        folders, named, root = self.task.named_folders, self.task.named_files, self.task.workspace
+        if not self.lookup_by_code or self.task.row_key is not None or root is None:
+            return None
+        if len(folders) != 1 or len(named) != 1 or not named[0].endswith(".xlsx"):
+            return None
+        if not (root / folders[0]).is_dir() or not (root / named[0]).is_file():
+            return None
+        filed = [_FILED_KEY.match(f.name) for f in (root / folders[0]).iterdir()]
+        keys = [m.group(0) for m in filed if m]
+        if len(keys) != 1:
+            return None
+        import openpyxl
+
+        rows = list(openpyxl.load_workbook(root / named[0], read_only=True).active.values)
+        columns = columns_of(rows, keys[0], self.task.criteria) if rows else None
+        if columns is None:
+            return None
+        return folders[0], named[0], keys[0], columns, [h for h in rows[0] if isinstance(h, str)]
+
+    def _listing_turns(
+        self, folder: str, path: str, key: str, columns: dict[str, str], headers: list[str]
+    ) -> Generator[str, str, None]:
+        """List the folder, copy the id from what the listing printed into the lookup."""
+        listing = listing_call(folder)
+        if self.mistake == "malformed_call":
+            yield malformed_text(listing)
+        seen = yield call_text(listing)
+        if self.mistake == "give_up":
+            yield GIVE_UP_MESSAGE
+            return
+        found = _FILED_KEY.search(seen.split("--- stdout ---")[-1] if seen else "")
+        program = self._lookup_program(path, found.group(0) if found else key, columns, headers)
+        yield call_text(program)
+        yield DONE
 
     def _named_range_plan(self) -> tuple[str, list[tuple[str, str, str]], list[str]] | None:
         """(file, [(answer key, defined name, value|percent|sheet)], every defined name) when
@@ -455,7 +519,7 @@ class Teacher(ScriptedTurns):
         if self.mistake == "malformed_call":
             yield malformed_text(call)
         yield call_text(call)
-        yield FINAL_MESSAGE
+        yield DONE
 
     def _forgotten(self, keys: list[str]) -> str:
         """The key a `missing_key` mistake leaves out: the last one the instruction asks for,

@@ -28,20 +28,23 @@ from __future__ import annotations
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from bureau.tasks.dataset import load_dataset
-from bureau.tasks.taskdir import load_task_dir
+from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.worlds.builder import BuildConfig, WorldPlan, plan_split, task_id, world_names
 from bureau.worlds.builder import world_tasks as generate_world_tasks
+from bureau.worlds.spec import TaskSpec, WorldContext
 from bureau.worlds.taskwriter import task_instruction
 
 NEAR_THRESHOLD = 0.8
 SHINGLE = 3
 MASK = "<name>"
+T = TypeVar("T")
 _WORD = re.compile(r"\d[\d,.]*\d|\w[\w'-]*|[^\w\s]")
 """A word: a number (1,250.5 whole), a word with its hyphens and apostrophes, or a sign."""
 
@@ -111,6 +114,12 @@ class OverlapReport:
 
 def load_instructions(root: Path) -> list[Instruction]:
     """Every task's instruction, template and world names (a dataset folder or one task)."""
+    return [instruction_of(task, names) for task, names in load_tasks(root)]
+
+
+def load_tasks(root: Path) -> list[tuple[TaskDir, tuple[str, ...]]]:
+    """Every task of a dataset folder (or the one task folder), loaded once, with its world's
+    names from the manifest (none for a lone task or a world that lists none)."""
     if (root / "task.toml").is_file():
         paths: list[tuple[Path, tuple[str, ...]]] = [(root, ())]
     else:
@@ -121,50 +130,71 @@ def load_instructions(root: Path) -> list[Instruction]:
             if isinstance(listed, list):
                 world_names[str(world.get("world_id"))] = tuple(str(n) for n in listed)
         paths = [(dataset.root / e.path, world_names.get(e.world_id, ())) for e in dataset.entries]
-    found = []
-    for path, names in paths:
-        task = load_task_dir(path)
-        meta = task.config.metadata
-        company = meta.get("company")
-        extra = tuple(str(company).split()) if isinstance(company, str) and not names else ()
-        template = meta.get("template")
-        found.append(
-            Instruction(
-                task.name,
-                template if isinstance(template, str) else "",
-                task.prompt,
-                names + extra,
-            )
-        )
-    return found
+    return [(load_task_dir(path), names) for path, names in paths]
+
+
+def instruction_of(task: TaskDir, names: tuple[str, ...]) -> Instruction:
+    """A loaded task's instruction; without its world's `names`, the company's words are the
+    names masked."""
+    meta = task.config.metadata
+    company = meta.get("company")
+    extra = tuple(str(company).split()) if isinstance(company, str) and not names else ()
+    return Instruction(task.name, template_of(task), task.prompt, names + extra)
+
+
+def template_of(task: TaskDir) -> str:
+    """The template in task.toml's metadata ("" where there is none)."""
+    template = task.config.metadata.get("template")
+    return template if isinstance(template, str) else ""
 
 
 def planned_instructions(cfg: BuildConfig) -> list[Instruction]:
     """The instructions, templates and world names that building `cfg` would write, in the
     dataset's order, generated `cfg.jobs` worlds at a time (`cfg.out` is not touched)."""
+    return plan_worlds(cfg, _world_instructions)
+
+
+def plan_worlds(cfg: BuildConfig, per_world: Callable[[PlannedWorld], list[T]]) -> list[T]:
+    """`per_world` of each world that building `cfg` would write, in the dataset's order, the
+    worlds generated `cfg.jobs` at a time without rendering their files (`cfg.out` is not
+    touched). `per_world` must be a module-level function: it runs in worker processes."""
     plans = plan_split(cfg)
     jobs = max(1, min(cfg.jobs, len(plans)))
-    work = [(plan, cfg) for plan in plans]
+    work = [(plan, cfg, per_world) for plan in plans]
     if jobs == 1:
-        return [i for item in work for i in _world_instructions(item)]
+        return [x for item in work for x in _plan_world(item)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return [i for world in pool.map(_world_instructions, work) for i in world]
+        return [x for world in pool.map(_plan_world, work) for x in world]
 
 
-def _world_instructions(item: tuple[WorldPlan, BuildConfig]) -> list[Instruction]:
-    plan, cfg = item
+@dataclass(frozen=True)
+class PlannedWorld:
+    """One world of a planned build: its tasks' specs as a build would write them."""
+
+    plan: WorldPlan
+    ctx: WorldContext
+    specs: list[TaskSpec]
+
+    def task_name(self, j: int) -> str:
+        """The j-th task's [task].name in the built dataset."""
+        return f"bureau/{task_id(self.plan, j)}"
+
+
+def _plan_world(item: tuple[WorldPlan, BuildConfig, Callable[[PlannedWorld], list[T]]]) -> list[T]:
+    plan, cfg, per_world = item
     with tempfile.TemporaryDirectory(prefix="bureau-plan-") as scratch:
         ctx, specs = generate_world_tasks(plan, cfg, Path(scratch), render=False)
-    names = tuple(world_names(ctx.company, specs))
-    starter = cfg.difficulty == "starter"
+    return per_world(PlannedWorld(plan, ctx, specs))
+
+
+def _world_instructions(world: PlannedWorld) -> list[Instruction]:
+    names = tuple(world_names(world.ctx.company, world.specs))
+    starter = world.ctx.difficulty == "starter"
     return [
         Instruction(
-            f"bureau/{task_id(plan, j)}",
-            spec.template,
-            task_instruction(spec, starter=starter),
-            names,
+            world.task_name(j), spec.template, task_instruction(spec, starter=starter), names
         )
-        for j, spec in enumerate(specs)
+        for j, spec in enumerate(world.specs)
     ]
 
 

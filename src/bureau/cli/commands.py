@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -15,6 +15,9 @@ from bureau.cli.common import console, progress_bar, task_dirs
 from bureau.tasks.dataset import validate_dataset
 from bureau.tasks.errors import TaskFormatError, TaskFormatErrors
 from bureau.worlds.builder import BuildConfig, WorldResult, build_split
+
+if TYPE_CHECKING:
+    from bureau.checks.novelty import Encoder, NoveltyReport, TemplateNovelty
 
 
 def build(cfg: BuildConfig) -> dict[str, Any]:
@@ -182,19 +185,27 @@ def print_grade_summary(name: str, summary: CheckSummary) -> None:
 
 
 def run_overlap(
-    first: Path, second: Path, threshold: float, fail_on: str | None, report: Path | None
+    first: Path,
+    second: Path,
+    threshold: float,
+    fail_on: str | None,
+    report: Path | None,
+    vocab: str | None = "qwen3-demo",
+    tokenizer_cache: Path | None = None,
 ) -> int:
-    """`bureau tasks overlap`: the table, the examples, and exit 1 at the `fail_on` level."""
-    from rich.table import Table
-
-    from bureau.checks.overlap import find_overlap, load_instructions
+    """`bureau tasks overlap`: the overlap table and its examples, then the copy-novelty table
+    (token columns with `vocab`'s tokenizer, none without); exit 1 at the `fail_on` level."""
+    from bureau.checks.novelty import find_novelty, spans_of
+    from bureau.checks.overlap import find_overlap, instruction_of, load_tasks
 
     try:
-        a, b = load_instructions(first), load_instructions(second)
+        tasks_a, tasks_b = load_tasks(first), load_tasks(second)
     except TaskFormatErrors as exc:
         for error in exc.errors:
             console.print(f"[red]error:[/] {error}")
         return 2
+    a = [instruction_of(task, names) for task, names in tasks_a]
+    b = [instruction_of(task, names) for task, names in tasks_b]
     labels = {"first_label": str(first), "second_label": str(second)}
     found = find_overlap(a, b, threshold=threshold, **labels)
     table = Table(title=f"{second} against {first}: {len(b)} tasks against {len(a)}")
@@ -209,11 +220,70 @@ def run_overlap(
     for label, pairs in (("exact", found.exact), ("same but for names", found.masked)):
         for pair in pairs[:5]:
             console.print(f"  {label}: {pair.task} = {pair.other}", highlight=False)
+    tokenizer = _overlap_tokenizer(vocab, tokenizer_cache)
+    novelty = find_novelty(
+        [spans_of(task) for task, _ in tasks_a],
+        [spans_of(task) for task, _ in tasks_b],
+        tokenizer,
+    )
+    print_novelty(novelty, vocab if tokenizer is not None else None)
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps(found.to_dict(), indent=2) + "\n", encoding="utf-8")
+        found_dict = {**found.to_dict(), "novelty": {"vocab": vocab, **novelty.to_dict()}}
+        report.write_text(json.dumps(found_dict, indent=2) + "\n", encoding="utf-8")
     counts = {"exact": len(found.exact), "masked": len(found.masked), "near": len(found.near)}
     return 1 if fail_on is not None and counts[fail_on] else 0
+
+
+def _overlap_tokenizer(vocab: str | None, cache_dir: Path | None) -> Encoder | None:
+    """`vocab`'s tokenizer (built once, then loaded from `cache_dir`), or None for no token
+    columns."""
+    if vocab is None:
+        return None
+    from bureau.models.tokenizer import VOCABS, Vocab, build_tokenizer
+
+    known: dict[str, Vocab] = {v: v for v in VOCABS}
+    if vocab not in known:
+        raise ValueError(f"unknown vocabulary {vocab!r}; expected one of {VOCABS}")
+    return build_tokenizer(known[vocab], cache_dir)
+
+
+def print_novelty(novelty: NoveltyReport, vocab: str | None) -> None:
+    """Per template: what the held-out tasks copy, how much of it training never showed, and
+    the templates whose held-out tasks copy nothing new (in-distribution, not transfer)."""
+
+    def percent(row: TemplateNovelty, measure: str) -> str:
+        share = row.share(measure)
+        return "-" if share is None else f"{100 * share:.1f}%"
+
+    tokens = f" ({vocab})" if vocab else " (no vocabulary)"
+    table = Table(
+        title=f"what the {novelty.held_out_tasks} held-out tasks copy that the "
+        f"{novelty.train_tasks} training tasks never show"
+    )
+    columns = (
+        "template", "tasks", "spans (prompt / answer)", "novel spans", "prompts with a new span",
+        f"novel tokens{tokens}", "novel bigrams", "prompt needs nothing new",
+    )  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="left" if column == "template" else "right")
+    rows = [*sorted(novelty.templates.items()), ("all", novelty.overall)]
+    for name, row in rows:
+        table.add_row(
+            name,
+            str(row.tasks),
+            f"{row.instruction_spans} / {row.answer_spans}",
+            percent(row, "spans"),
+            percent(row, "tasks"),
+            percent(row, "tokens"),
+            percent(row, "bigrams"),
+            "yes" if row.needs_nothing_new else "",
+        )
+    console.print(table)
+    for name, row in sorted(novelty.templates.items()):
+        if row.examples:
+            shown = ", ".join(row.examples[:3])
+            console.print(f"  novel in {name}: {escape(shown)}", highlight=False)
 
 
 def run_carve(dataset: Path, worlds: int, out: Path) -> int:

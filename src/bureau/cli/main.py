@@ -49,11 +49,12 @@ app.command("plan")(plan_command)
 app.command("report")(report_command)
 
 # APEX-Agents scale: 1928 training tasks over 112 worlds, 480 eval tasks over 33 worlds.
-SPLIT_DEFAULTS = {"train": (112, 1928), "eval": (33, 480)}
+SPLIT_DEFAULTS = {"train": (112, 1928), "validation": (33, 480), "eval": (33, 480)}
 
 
 class Split(StrEnum):
     train = "train"
+    validation = "validation"
     eval = "eval"
 
 
@@ -72,13 +73,21 @@ class Answers(StrEnum):
 def worlds_build(
     out: Annotated[Path, typer.Option(help="Dataset folder to create.")],
     split: Annotated[
-        Split, typer.Option(help="train or eval; they never share a world.")
+        Split,
+        typer.Option(
+            help="train, validation or eval: they never share a world, and no name or id of "
+            "one is in another (each value's split is a hash of it)."
+        ),
     ] = Split.train,
     worlds: Annotated[
-        int | None, typer.Option(help="Number of worlds (default 112 train, 33 eval).")
+        int | None,
+        typer.Option(help="Number of worlds (default 112 train, 33 validation or eval)."),
     ] = None,
     tasks: Annotated[
-        int | None, typer.Option(help="Total tasks over all worlds (default 1928 train, 480 eval).")
+        int | None,
+        typer.Option(
+            help="Total tasks over all worlds (default 1928 train, 480 validation or eval)."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="The output depends only on this seed.")] = 0,
     difficulty: Annotated[
@@ -173,6 +182,13 @@ class OverlapLevel(StrEnum):
     never = "never"
 
 
+class NoveltyVocab(StrEnum):
+    qwen3 = "qwen3"
+    qwen3_6 = "qwen3.6"
+    qwen3_demo = "qwen3-demo"
+    none = "none"
+
+
 @tasks_app.command("overlap")
 def tasks_overlap(
     first: Annotated[Path, typer.Argument(help="The first dataset (the training set).")],
@@ -185,13 +201,25 @@ def tasks_overlap(
         typer.Option(help="Exit 1 if any task of SECOND overlaps FIRST at this level or closer."),
     ] = OverlapLevel.exact,
     report: Annotated[Path | None, typer.Option(help="Write the results as JSON here.")] = None,
+    vocab: Annotated[
+        NoveltyVocab,
+        typer.Option(help="Tokenizer of the novel-token columns (none: leave them out)."),
+    ] = NoveltyVocab.qwen3_demo,
+    tokenizer_cache: Annotated[
+        Path | None,
+        typer.Option(help="Tokenizer cache folder (default ~/.cache/bureau/tokenizers)."),
+    ] = None,
 ) -> None:
     """Instructions of SECOND that repeat FIRST's: exact, the same but for the worlds' own names,
-    or near (3-gram Jaccard of the name-masked texts); per template, with examples."""
+    or near (3-gram Jaccard of the name-masked texts); per template, with examples. Then, per
+    template, what SECOND's answers and programs copy (paths and values from the instruction,
+    answer values from the files) that FIRST never shows, and the templates that copy nothing
+    new (in-distribution, not transfer)."""
     from bureau.cli.commands import run_overlap
 
     level = None if fail_on is OverlapLevel.never else fail_on.value
-    raise typer.Exit(run_overlap(first, second, threshold, level, report))
+    tokens = None if vocab is NoveltyVocab.none else vocab.value
+    raise typer.Exit(run_overlap(first, second, threshold, level, report, tokens, tokenizer_cache))
 
 
 @tasks_app.command("carve")

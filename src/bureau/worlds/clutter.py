@@ -13,7 +13,7 @@ the rest of a real shared drive, so that a standard world holds 150-250 files:
 - scanned PDFs (receipts, signed forms), image-only or with an OCR text layer, said per file;
 - invoices as PDF tables, review decks with charts (and an older version), plain-text notes.
 
-None of it answers a task: names come from the split's half of the pools (`fabric.split_half`),
+None of it answers a task: names come from the split's part of the pools (`fabric.split_part`),
 like every name in a world, and figures are drawn fresh. The random draws come from their own
 generator (seeded from the world's), so the tasks a world gets do not depend on its clutter,
 and planning a split (`render=False`) skips it.
@@ -29,7 +29,7 @@ from datetime import date, datetime, timedelta
 from functools import partial
 
 from .calendars import START, WEEKS, world_calendars
-from .fabric import FIRST, LAST, long_date, slug, split_half
+from .fabric import FIRST, LAST, long_date, slug, split_part
 from .render.calendar import Attendee
 from .render.documents import DocSpec
 from .render.messages import ChatMessage, Email
@@ -111,7 +111,7 @@ class Clutter:
     def __init__(self, ctx: WorldContext, rng: random.Random) -> None:
         self.ctx = ctx
         self.rng = rng
-        pairs = rng.sample([(f, la) for f in FIRST for la in split_half(LAST, ctx.split)], 14)
+        pairs = rng.sample([(f, la) for f in FIRST for la in split_part(LAST, ctx.split)], 14)
         self.people = [
             Attendee(f"{f} {la}", f"{f.lower()}.{la.lower()}@{ctx.email_domain}") for f, la in pairs
         ]
@@ -315,7 +315,7 @@ class Clutter:
     def invoice(self, k: int) -> None:
         rng = self.rng
         trade = rng.choice(["Supplies", "Services", "Consulting", "Print", "Catering"])
-        vendor = f"{rng.choice(split_half(LAST, self.ctx.split))} {trade}"
+        vendor = f"{rng.choice(split_part(LAST, self.ctx.split))} {trade}"
         when = self.day()
         doc = self.ctx.pdf(
             f"finance/invoices/{when:%Y-%m}/INV-{when:%y%m}-{k:03d}_{slug(vendor)}.pdf",

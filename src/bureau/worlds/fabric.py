@@ -1,12 +1,18 @@
 """Names, dates and amounts that worlds are woven from.
 
 Everything draws from a `random.Random` seeded per world, so a world depends only on the seed.
-Company names are drawn from halves of the prefix list that depend on the split, so train and
-eval worlds can never share a company.
+
+Every value an instruction can hold (a company, a person, a contract id, a code name...) comes
+from its split's part of one shared pool, and the part a value belongs to is decided by a hash
+of the value (`split_part`, `in_split`), not by its place in a list or a range. The three splits
+(train, validation, eval) thus never share a value, and their values have the same distribution
+of letters, digits, lengths and subword tokens: a held-out prompt asks for values never trained
+on, not for a kind of value never trained on (a leading digit, a longer name).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -246,25 +252,56 @@ def slug(text: str) -> str:
     return "-".join(part for part in out.split("-") if part)
 
 
-def split_half(pool: Sequence[T], split: str) -> list[T]:
-    """The half of a name pool that worlds of `split` draw from: every other entry, the even
-    ones for train and the odd ones for any other split. Names that reach an instruction
-    (companies, people, counterparties, peers, projects, segments, regions, milestones) come
-    from such halves, so a training and an evaluation world never ask about the same names."""
-    return list(pool[0::2] if split == "train" else pool[1::2])
+SPLITS = ("train", "validation", "eval")
+"""The splits worlds are built for. Any other split name draws as `eval` does."""
+
+
+def split_index(split: str, ways: int = 3) -> int:
+    """Which part of a pool `split` draws from: train 0, validation 1, eval (and any other) 2;
+    with `ways=2`, train 0 and every held-out split 1."""
+    if split == "train":
+        return 0
+    return 1 if ways == 2 or split == "validation" else 2
+
+
+def value_hash(value: object) -> int:
+    """A stable 64-bit hash of the value's text (not Python's `hash`, which varies by process)."""
+    digest = hashlib.blake2b(str(value).encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def in_split(value: object, split: str, ways: int = 3) -> bool:
+    """Whether a value drawn from an open range (a contract id `C-569`) belongs to `split`: its
+    hash modulo `ways`. Every split then sees the whole range, each value in one split only."""
+    return value_hash(value) % ways == split_index(split, ways)
+
+
+def split_part(pool: Sequence[T], split: str, ways: int = 3) -> list[T]:
+    """The part of a finite pool that worlds of `split` draw from, in the pool's order: the
+    pool ranked by `value_hash`, every `ways`-th entry by rank, so the parts are as even as the
+    pool allows and no value is in two. Names that reach an instruction (companies, people,
+    counterparties, peers, projects, segments, regions, milestones, laws, resolutions) come from
+    such parts, so training, validation and evaluation worlds never ask about the same names.
+    `ways=2` splits a pool too small for three into train and held out (validation and eval
+    then share it)."""
+    if ways not in (2, 3):
+        raise ValueError(f"a pool is split 2 or 3 ways, not {ways}")
+    ranked = sorted(range(len(pool)), key=lambda i: (value_hash(pool[i]), i))
+    chosen = {i for rank, i in enumerate(ranked) if rank % ways == split_index(split, ways)}
+    return [value for i, value in enumerate(pool) if i in chosen]
 
 
 def company_name(rng: random.Random, split: str, domain: str, taken: set[str]) -> str:
-    """A company name unique within `taken`, from the split's half of the prefix list."""
-    half = split_half(PREFIX, split)
+    """A company name unique within `taken`, from the split's part of the prefix list."""
+    part = split_part(PREFIX, split)
     for _ in range(1000):
-        name = f"{rng.choice(half)} {rng.choice(SUFFIX[domain])}"
+        name = f"{rng.choice(part)} {rng.choice(SUFFIX[domain])}"
         if name not in taken:
             taken.add(name)
             return name
     # A huge split exhausts the pairs; a roman-numeral-free suffix keeps names readable.
     n = len(taken)
-    name = f"{rng.choice(half)} {rng.choice(SUFFIX[domain])} {n}"
+    name = f"{rng.choice(part)} {rng.choice(SUFFIX[domain])} {n}"
     taken.add(name)
     return name
 
@@ -272,8 +309,8 @@ def company_name(rng: random.Random, split: str, domain: str, taken: set[str]) -
 def people(
     rng: random.Random, n: int, titles: list[str], email_domain: str, split: str
 ) -> list[Person]:
-    """`n` distinct people with the split's surnames (`split_half`)."""
-    pairs = rng.sample([(f, last) for f in FIRST for last in split_half(LAST, split)], n)
+    """`n` distinct people with the split's surnames (`split_part`)."""
+    pairs = rng.sample([(f, last) for f in FIRST for last in split_part(LAST, split)], n)
     return [
         Person(first, last, titles[i % len(titles)], email_domain)
         for i, (first, last) in enumerate(pairs)

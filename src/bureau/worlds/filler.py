@@ -11,7 +11,7 @@ import random
 from datetime import date
 
 from .clutter import add_clutter
-from .fabric import FIRST, LAST, at, day, long_date, split_half
+from .fabric import FIRST, LAST, at, day, long_date, split_part
 from .render.documents import DocSpec
 from .render.messages import ChatMessage, Email
 from .render.sheets import Formula, WorkbookSpec
@@ -33,7 +33,7 @@ ITEMS = ("Venue", "Catering", "Travel", "Speakers", "Materials", "Contingency", 
 
 
 def _name(ctx: WorldContext) -> str:
-    return f"{ctx.rng.choice(FIRST)} {ctx.rng.choice(split_half(LAST, ctx.split))}"
+    return f"{ctx.rng.choice(FIRST)} {ctx.rng.choice(split_part(LAST, ctx.split))}"
 
 
 def _policy_pdf(ctx: WorldContext, i: int) -> None:

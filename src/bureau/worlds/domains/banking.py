@@ -29,7 +29,7 @@ from ..fabric import (
     long_date,
     people,
     slug,
-    split_half,
+    split_part,
 )
 from ..render.calendar import Attendee
 from ..render.messages import ChatMessage, Email
@@ -60,7 +60,7 @@ def build(ctx: WorldContext) -> BankFacts:
     other = company_name(rng, ctx.split, "banking", {ctx.company})
     target, acquirer = (ctx.company, other) if rng.random() < 0.5 else (other, ctx.company)
     bank = rng.choice(BANKS)
-    code = rng.choice(split_half(CODENAMES, ctx.split))
+    code = rng.choice(split_part(CODENAMES, ctx.split))
     bank_domain = slug(bank.split()[0]) + ".example.com"
     md, vp, assoc = people(
         rng, 3, ["Managing Director", "Vice President", "Associate"], bank_domain, ctx.split
@@ -140,7 +140,7 @@ def build(ctx: WorldContext) -> BankFacts:
 def _segments(rng: random.Random, split: str) -> dict[str, list[float]]:
     """Segment revenue for FY2022-FY2024; the totals are the model's historical revenue."""
     out: dict[str, list[float]] = {}
-    for name in sorted(rng.sample(split_half(SEGMENTS, split), rng.randint(3, 4))):
+    for name in sorted(rng.sample(split_part(SEGMENTS, split), rng.randint(3, 4))):
         start = rng.randint(1200, 9000) / 10
         out[name] = [round(start * (1 + rng.randint(-4, 14) / 100) ** k, 1) for k in range(3)]
     return out
@@ -233,7 +233,7 @@ def _comps(
 ) -> tuple[dict[str, list[Peer]], dict[str, list[Peer]], dict[str, str]]:
     """Peers (with the split's surnames) as of the first comps file and after the refresh (new
     prices), and each tab's outlier."""
-    peers = {f"{last} {s}" for last in split_half(LAST, split) for s in PEER_SUFFIX}
+    peers = {f"{last} {s}" for last in split_part(LAST, split) for s in PEER_SUFFIX}
     names = rng.sample(sorted(peers - taken), 13)
     old: dict[str, list[Peer]] = {tab: [] for tab in TABS}
     new: dict[str, list[Peer]] = {tab: [] for tab in TABS}

@@ -26,7 +26,7 @@ CODENAMES = (
     *("Helios", "Equinox", "Kepler", "Fornax", "Lyra", "Gemini", "Monarch", "Hydra", "Nova"),
     *("Indus", "Orion", "Juno", "Polaris", "Lynx", "Sierra", "Meteor", "Vega", "Perseus"),
 )
-"""Deal code names; a world draws from its split's half (`fabric.split_half`)."""
+"""Deal code names; a world draws from its split's part (`fabric.split_part`)."""
 TABS = ("Core Peers", "Extended Peers")
 PEER_SUFFIX = ("Industries", "Systems", "Technologies", "Group", "Materials", "Controls", "Works")
 METHODS = (
@@ -40,8 +40,9 @@ SEGMENTS = (
     *("Industrial Solutions", "Process Automation", "Aftermarket Services", "Field Services"),
     *("Digital Platforms", "Cloud Software", "Specialty Components", "Precision Parts"),
     *("Energy Systems", "Power Electronics", "Healthcare Products", "Medical Devices"),
+    *("Aerospace Components", "Water Technologies", "Test and Measurement"),
 )
-"""Business segments; a world draws from its split's half."""
+"""Business segments; a world draws from its split's part."""
 FIGURES = {  # answer key -> (CIM paragraph heading, description)
     "employees": ("Workforce", "number of employees"),
     "customers": ("Customers", "number of active customers"),

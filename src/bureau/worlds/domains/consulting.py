@@ -11,7 +11,7 @@ about by the templates in `consulting_tasks`.
 
 from __future__ import annotations
 
-from ..fabric import CONSULTANCIES, FIRST, LAST, Person, slug, split_half
+from ..fabric import CONSULTANCIES, FIRST, LAST, Person, slug, split_part
 from ..spec import WorldContext
 from .consulting_files import (
     write_change_requests,
@@ -53,17 +53,17 @@ def build(ctx: WorldContext) -> ConsultingFacts:
     starter = ctx.difficulty == "starter"
     firm = rng.choice(CONSULTANCIES)
     firm_domain = slug(firm.split()[0]) + ".example.com"
-    pairs = rng.sample([(f, last) for f in FIRST for last in split_half(LAST, ctx.split)], 16)
+    pairs = rng.sample([(f, last) for f in FIRST for last in split_part(LAST, ctx.split)], 16)
     staff = ["Partner", "Engagement Manager", "Consultant", "Business Analyst"]
     team = [Person(f, la, t, firm_domain) for (f, la), t in zip(pairs[:4], staff, strict=True)]
     client = [
         Person(f, la, t, ctx.email_domain)
         for (f, la), t in zip(pairs[4:6], ["Chief Strategy Officer", "CFO"], strict=True)
     ]
-    own = split_half(SEGMENTS, ctx.split)
+    own = split_part(SEGMENTS, ctx.split)
     chosen = rng.sample(own, 4)
     segments = [s for s in own if s in chosen]
-    regions = split_half(REGIONS, ctx.split)
+    regions = split_part(REGIONS, ctx.split)
     tam, growth = sizing(rng, segments)
     facts = ConsultingFacts(
         ctx=ctx,

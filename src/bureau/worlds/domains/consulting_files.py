@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 
 from ..calendars import deadline_calendar
-from ..fabric import LAST, at, day, long_date, round_to, slug, split_half
+from ..fabric import LAST, at, day, long_date, round_to, slug, split_part
 from ..render.calendar import Attendee
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
@@ -47,7 +47,7 @@ def write_interviews(
 ) -> None:
     rng = ctx.rng
     roles = rng.sample(ROLES, 4 * n_files)
-    surnames = split_half(LAST, ctx.split)
+    surnames = split_part(LAST, ctx.split)
     companies = rng.sample([f"{la} {s}" for la in surnames for s in IV_SUFFIX], 4 * n_files)
     segs = (facts.segments * 2)[: 4 * n_files]
     rng.shuffle(segs)
@@ -607,7 +607,7 @@ def write_milestone_calendar(ctx: WorldContext, facts: ConsultingFacts) -> None:
         )
         for m in facts.milestones
     ]
-    facts.proposed = rng.choice(split_half(PROPOSED_MILESTONES, ctx.split))
+    facts.proposed = rng.choice(split_part(PROPOSED_MILESTONES, ctx.split))
     when = day(facts.milestones[-1].due, -rng.randint(5, 15))
     subject = f"Proposal: an added milestone ({facts.proposed})"
     _mail(

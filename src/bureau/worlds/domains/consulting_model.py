@@ -12,19 +12,21 @@ from dataclasses import dataclass, field
 from datetime import date
 from itertools import pairwise
 
-from ..fabric import Person, day, round_to, split_half
+from ..fabric import Person, day, round_to, split_part
 from ..spec import WorldContext
 
 SEGMENTS = (
     *("Enterprise", "Corporate", "Mid-Market", "Growth Companies", "Small Business"),
     *("Micro Business", "Public Sector", "Education", "Consumer", "Households"),
+    *("Nonprofits", "Healthcare Providers", "Retail Chains", "Franchises", "Professional Firms"),
 )
-"""Customer segments; a world takes four of its split's half (`fabric.split_half`)."""
+"""Customer segments; a world takes four of its split's five (`fabric.split_part`, three ways)."""
 REGIONS = (
     *("North America", "Nordics", "Europe", "DACH", "Asia-Pacific", "Southeast Asia"),
     *("Latin America", "Oceania", "Middle East & Africa", "Gulf States"),
+    *("Iberia", "Benelux", "Central Europe", "South Asia", "East Africa"),
 )
-"""Regions; a world has all five of its split's half."""
+"""Regions; a world has all five of its split's part (three ways)."""
 YEARS = (2025, 2026, 2027, 2028, 2029, 2030)
 MARKETS = {
     "Retail": "in-store analytics",
@@ -57,13 +59,14 @@ PAINS = (
     "Data quality from current providers is poor",
 )
 MILESTONES = (
-    *("Kick-off and data request", "Mobilisation and data collection"),
-    *("Market sizing model", "Demand model"),
-    *("Customer survey and interviews", "Buyer research and workshops"),
-    *("Competitive landscape review", "Competitor benchmarking"),
-    *("Final recommendations", "Board recommendations"),
+    ("Kick-off and data request", "Mobilisation and data collection", "Launch and data intake"),
+    ("Market sizing model", "Demand model", "Revenue pool model"),
+    ("Customer survey and interviews", "Buyer research and workshops", "Voice of the customer"),
+    ("Competitive landscape review", "Competitor benchmarking", "Peer performance review"),
+    ("Final recommendations", "Board recommendations", "Steering committee report"),
 )
-"""Statement-of-work milestones in order; a world's come from its split's half."""
+"""Statement-of-work milestones, one stage a row in order; each stage's three names are split
+three ways (`fabric.split_part`), so a world's milestones are its split's name of each stage."""
 PROPOSED_MILESTONES = (
     *("Pricing study", "Go-to-market plan"),
     *("Implementation roadmap", "Partner screening"),
@@ -227,7 +230,8 @@ def preliminary(rng: random.Random, survey: list[Respondent]) -> list[Respondent
 def milestones(rng: random.Random, split: str) -> list[Milestone]:
     start = date(2025, rng.randint(6, 9), rng.randint(1, 20))
     out, offset = [], 0
-    for k, name in enumerate(split_half(MILESTONES, split)[: rng.randint(4, 5)], start=1):
+    names = [split_part(stage, split)[0] for stage in MILESTONES]
+    for k, name in enumerate(names[: rng.randint(4, 5)], start=1):
         offset += rng.randint(10, 30)
         out.append(Milestone(k, name, day(start, offset), rng.randint(8, 50) * 5000))
     return out

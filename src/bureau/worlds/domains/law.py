@@ -13,7 +13,19 @@ import random
 from datetime import date, timedelta
 
 from ..calendars import deadline_calendar
-from ..fabric import CITIES, LAST, LAW_FIRMS, at, day, long_date, money, people, slug, split_half
+from ..fabric import (
+    CITIES,
+    LAST,
+    LAW_FIRMS,
+    at,
+    day,
+    in_split,
+    long_date,
+    money,
+    people,
+    slug,
+    split_part,
+)
 from ..render.calendar import Attendee
 from ..render.documents import DocSpec
 from ..render.messages import ChatMessage, Email
@@ -87,15 +99,18 @@ def build(ctx: WorldContext) -> LawFacts:
 
 
 def _contracts(rng: random.Random, n: int, split: str) -> list[Contract]:
-    """`n` contracts with the split's counterparties and laws; ids C-100 to C-499 in training
-    worlds and C-500 to C-899 in others, starting anywhere in that range."""
-    surnames = split_half(LAST, split)
+    """`n` contracts with the split's counterparties and laws; ids from C-100 to C-999 in every
+    split, each id in one split only (`fabric.in_split`): ascending from anywhere in the range,
+    skipping the ids of other splits."""
+    surnames = split_part(LAST, split)
     names = rng.sample([f"{last} {suf}" for last in surnames for suf in CP_SUFFIX], n)
-    laws = split_half(LAWS, split)
+    laws = split_part(LAWS, split)
     out = []
-    number = (100 if split == "train" else 500) + rng.randint(0, 360)
+    number = 100 + rng.randint(0, 840)
     for name in names:
         number += rng.randint(1, 4)
+        while not in_split(f"C-{number}", split):
+            number += 1
         effective = date(2022 + rng.randint(0, 2), rng.randint(1, 12), rng.randint(1, 28))
         months = rng.choice([24, 36, 48, 60])
         expiry = effective.replace(
@@ -121,7 +136,7 @@ def _contracts(rng: random.Random, n: int, split: str) -> list[Contract]:
 
 
 def _law_phrase(law: str) -> str:
-    if law in ("England and Wales", "Scotland", "Singapore"):
+    if law in ("England and Wales", "Scotland", "Singapore", "Ireland", "Hong Kong"):
         return f"the laws of {law}"
     if law in ("Ontario", "Quebec"):
         return f"the laws of the Province of {law}"
@@ -248,7 +263,7 @@ def _ordinal(n: int) -> str:
 
 def _minutes(ctx: WorldContext, facts: LawFacts, n: int) -> None:
     rng = ctx.rng
-    titles = rng.sample(split_half(RESOLUTIONS, ctx.split), n * 4)
+    titles = rng.sample(split_part(RESOLUTIONS, ctx.split), n * 4)
     for m in range(n):
         held = date(2025, 2 + m * 5, rng.randint(3, 26))
         present = sorted(rng.sample(facts.directors, rng.randint(5, len(facts.directors))))
@@ -295,7 +310,7 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
     rng = ctx.rng
     c.amended_notice_days = c.notice_days + rng.choice([15, 30, 60])
     signed = c.effective + timedelta(days=rng.randint(120, 400))
-    lawyer = rng.choice(split_half(LAST, ctx.split))
+    lawyer = rng.choice(split_part(LAST, ctx.split))
     counsel = f"{lawyer} Counsel <legal@{slug(c.counterparty)}.example.com>"
     letter = f"contracts/amendments/{c.cid}_letter_amendment.pdf"
     doc = ctx.pdf(letter, f"Letter Amendment No. 1 to {c.kind} {c.cid}")
@@ -329,7 +344,7 @@ def _amendment_mail(ctx: WorldContext, facts: LawFacts, c: Contract) -> None:
 
 def _matters(ctx: WorldContext, facts: LawFacts, n: int) -> None:
     rng = ctx.rng
-    surnames = split_half(LAST, ctx.split)
+    surnames = split_part(LAST, ctx.split)
     claimants = rng.sample([f"{last} {s}" for last in surnames for s in ("Inc.", "Ltd", "LLC")], n)
     for claimant in claimants:
         matter = Matter(

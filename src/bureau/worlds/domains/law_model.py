@@ -20,8 +20,9 @@ KINDS = {
 LAWS = (
     *("Delaware", "Texas", "New York", "Illinois", "California", "Scotland"),
     *("England and Wales", "Quebec", "Ontario", "Singapore"),
+    *("Florida", "Massachusetts", "Washington", "Ireland", "Hong Kong"),
 )
-"""Governing laws; a world draws from its split's half (`fabric.split_half`)."""
+"""Governing laws; a world draws from its split's part (`fabric.split_part`)."""
 ROLES = (
     "Project Manager",
     "Solution Architect",
@@ -49,8 +50,16 @@ RESOLUTIONS = (
     "Entry into the joint venture agreement",
     "Change of the company's registered office",
     "Adoption of the whistleblowing procedure",
+    "Approval of the capital expenditure plan",
+    "Appointment of a new non-executive director",
+    "Approval of the interim accounts",
+    "Renewal of the directors' insurance policy",
+    "Adoption of the data protection policy",
+    "Approval of changes to the pension scheme",
+    "Sale of the legacy product line",
+    "Establishment of a risk committee",
 )
-"""Board resolutions; a world draws from its split's half."""
+"""Board resolutions; a world draws from its split's part."""
 REGISTER = "contracts/contract_register.xlsx"
 DEADLINES = "calendar/legal_deadlines.ics"
 

@@ -811,6 +811,48 @@ def t_starter_register(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
     )
 
 
+def t_starter_executed(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
+    """Two tool calls at least: the instruction names a folder, not the contract. The agent
+    lists `contracts/executed/` (a starter world files one signed contract there, named by its
+    id), then looks that id up in the register: what it copies into the lookup comes from what
+    it observed, not from the instruction."""
+    executed = _executed(f)
+    if len(executed) != 1 or f.ctx.difficulty != "starter":
+        return None
+    c = executed[0]
+    folder = "contracts/executed/"
+    question = phrasing(
+        rng,
+        [
+            f"One signed contract is filed in `{folder}`. Find which contract it is, then look "
+            f"it up in `{REGISTER}`: who is the counterparty, and what is its annual value?",
+            f"Which contract is filed, signed, in `{folder}`? Look it up in `{REGISTER}` and give "
+            "its counterparty and its annual value.",
+            f"The folder `{folder}` holds one signed contract. Give that contract's counterparty "
+            f"and annual value from `{REGISTER}`.",
+        ],
+    )
+    title = phrasing(rng, ["Signed contract: counterparty and annual value", "The signed contract"])
+    return TaskSpec(
+        template="law.starter_executed_lookup",
+        kind="multi_hop",
+        title=title,
+        question=question,
+        answer_keys={
+            "counterparty": "string, the counterparty's name",
+            "annual_value": "number, annual value in USD",
+        },
+        criteria=[
+            text("counterparty", c.counterparty, "Names the counterparty"),
+            numeric("annual_value", c.annual_value, "States the annual value"),
+        ],
+        gold={"counterparty": c.counterparty, "annual_value": c.annual_value},
+        oracle={"cid": c.cid},
+        signature=f"starter_executed:{c.cid}",
+        evidence=[c.executed_pdf or "", REGISTER],
+    )
+
+
 def t_starter_hearing(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     m = f.matters[0]
     question = phrasing(
@@ -853,5 +895,6 @@ TEMPLATES = [
     Template("law.renewal_pipeline", "deliverable", t_renewal_pipeline),
     Template("law.starter_register_value", "fact", t_starter_register, ("starter",)),
     Template("law.starter_hearing_email", "reconcile", t_starter_hearing, ("starter",)),
+    Template("law.starter_executed_lookup", "multi_hop", t_starter_executed, ("starter",)),
 ]
 TEMPLATES += brief_templates("law", TEMPLATES, lambda f: f.gc.name)

@@ -281,6 +281,15 @@ def starter_register_value(ws: Path, p: dict[str, Any]) -> None:
     )
 
 
+def starter_executed_lookup(ws: Path, p: dict[str, Any]) -> None:
+    """The one signed contract in contracts/executed/, found by listing the folder (its file
+    name starts with the contract id), then looked up in the register."""
+    signed = sorted((ws / "contracts" / "executed").glob("C-*.pdf"))
+    if len(signed) != 1:
+        raise ValueError(f"expected one signed contract in contracts/executed/, found {signed}")
+    starter_register_value(ws, {"cid": signed[0].name.split("_", 1)[0]})
+
+
 def starter_hearing_email(ws: Path, p: dict[str, Any]) -> None:
     lib.write_answer(ws, {"next_hearing": lib.iso(_hearing(ws, p["matter"]))})
 
@@ -300,6 +309,7 @@ SOLVERS = {
     "law.renewal_pipeline": renewal_pipeline,
     "law.starter_register_value": starter_register_value,
     "law.starter_hearing_email": starter_hearing_email,
+    "law.starter_executed_lookup": starter_executed_lookup,
 }
 SOLVERS["law.brief"] = SOLVERS["law.brief_unseen"] = lambda ws, p: lib.solve_items(SOLVERS, ws, p)
 
