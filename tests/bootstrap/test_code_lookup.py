@@ -26,6 +26,7 @@ ROWS = [
 def _workspace(tmp_path: Path) -> Path:
     root = tmp_path / "workspace"
     (root / "contracts").mkdir(parents=True)
+    (root / "output").mkdir()  # as every task's image makes it (RUN mkdir -p .../output)
     for name, rows in (("contract_register.xlsx", ROWS), ("old_register.xlsx", ROWS[:1])):
         book = openpyxl.Workbook()
         sheet = book.active
@@ -141,6 +142,7 @@ def _graded(task_dir: Path, text: str, tmp_path: Path) -> float:
     root = tmp_path / "ws"
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(task_dir / "environment" / "workspace", root)
+    (root / "output").mkdir()  # as the task's image makes it
     if parse_assistant(text).tool_calls:
         _run_program(text, root)
     return grade(load_rubric(task_dir / "tests" / "rubric.json"), root).reward
@@ -166,3 +168,52 @@ def test_named_ranges_by_program_solve_both_templates_and_each_mistake_fails(
             text = Teacher(view, mistake, random.Random(1), lookup_by_code=True).next_turn(None)
             assert _graded(task_dir, text, tmp_path) < 1.0, (mistake, text)
     assert len(named_range_tasks) >= 2
+
+
+@pytest.fixture(scope="module")
+def executed_lookup_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `law.starter_executed_lookup` task of a starter law world."""
+    from bureau.worlds.builder import BuildConfig, build_split
+
+    out = tmp_path_factory.mktemp("executed")
+    build_split(BuildConfig("train", 1, 8, 1, out, "starter", jobs=1))  # seed 1: a law world
+    manifest = json.loads((out / "bureau-dataset.json").read_text())
+    task = next(t for t in manifest["tasks"] if t["template"] == "law.starter_executed_lookup")
+    return out / task["path"]
+
+
+def test_the_listing_plan_copies_the_id_the_listing_showed(
+    executed_lookup_task: Path, tmp_path: Path
+) -> None:
+    """Two tool calls: the first lists the folder the instruction names, the second looks up
+    the id that listing printed (not one from the instruction, which names none)."""
+    from bureau.bootstrap.teacher import TaskView
+
+    task_dir = executed_lookup_task
+    instruction = (task_dir / "instruction.md").read_text()
+    view = TaskView.from_task_dir(task_dir, task_dir.name, instruction)
+    assert view.row_key is None and view.named_folders == ["contracts/executed"]
+    workspace = task_dir / "environment" / "workspace"
+    (signed,) = (workspace / "contracts" / "executed").iterdir()
+    cid = signed.name.split("_")[0]
+
+    teacher = Teacher(view, None, random.Random(0), lookup_by_code=True)
+    listing = teacher.next_turn(None)
+    assert "os.listdir('contracts/executed')" in listing and cid not in listing
+    shown = _run_program(listing, workspace)
+    assert shown.returncode == 0 and signed.name in shown.stdout
+    lookup = teacher.next_turn(f"exit code 0\n--- stdout ---\n{shown.stdout}")
+    assert f"'{cid}'" in lookup
+    assert _graded(task_dir, lookup, tmp_path) == 1.0
+    assert teacher.next_turn("exit code 0") == DONE
+
+    # What the second call copies is what the first one showed: another listing, another id.
+    teacher = Teacher(view, None, random.Random(0), lookup_by_code=True)
+    teacher.next_turn(None)
+    other = teacher.next_turn("exit code 0\n--- stdout ---\n['C-999_some-co_supply.pdf']\n")
+    assert "'C-999'" in other and cid not in other
+    for mistake in ("missing_key", "wrong_value", "give_up"):
+        teacher = Teacher(view, mistake, random.Random(1), lookup_by_code=True)
+        teacher.next_turn(None)
+        text = teacher.next_turn(f"exit code 0\n--- stdout ---\n{shown.stdout}")
+        assert _graded(task_dir, text, tmp_path) < 1.0, (mistake, text)

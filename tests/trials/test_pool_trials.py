@@ -135,3 +135,50 @@ def test_an_agent_gets_a_server_with_only_the_groups_it_asks_for(tmp_path: Path)
             runtime.close()
 
     assert asyncio.run(scenario()) == [("completed", 1.0, ["fs"])] * 2
+
+
+def test_a_pooled_sandbox_holds_what_a_cold_start_would(tmp_path: Path) -> None:
+    """The folders the Dockerfile's RUN mkdir makes (a bureau task's `output/`) and the files
+    it copies besides the workspace are there in a sandbox taken from the pool, as in one
+    started for the trial: an agent's program that writes output/answer.json works in both."""
+    task = make_task(tmp_path, "image", "six times seven")
+    (task.path / "environment" / "extra").mkdir()
+    (task.path / "environment" / "extra" / "notes.txt").write_text("from the image\n")
+    (task.path / "environment" / "Dockerfile").write_text(
+        "FROM python:3.11-slim\nCOPY workspace/ /app/\nCOPY extra/ /app/extra/\n"
+        "RUN mkdir -p /app/output /app/cache\nWORKDIR /app\n"
+    )
+    task = load_task_dir(task.path)
+
+    async def listing(pool: WarmPool | None, runtime) -> tuple[str, str]:  # type: ignore[no-untyped-def]
+        from bureau.trials.mcp_link import open_tool_link
+
+        if pool is not None:
+            await pool.warm(task)
+            slot = await pool.acquire(task)
+            sandbox, tools = slot.sandbox, slot.tools
+        else:
+            sandbox = await asyncio.to_thread(runtime.start, task, timeout_s=60)
+            tools = await open_tool_link(sandbox, timeout_s=60)
+        try:
+            found = await tools.call("fs_list", {"path": "."}, 30)
+            extra = await tools.call("fs_read_text", {"path": "extra/notes.txt"}, 30)
+            return found.content[0].text, extra.content[0].text  # type: ignore[union-attr]
+        finally:
+            await tools.close()
+            await asyncio.to_thread(sandbox.stop)
+
+    async def scenario() -> list[tuple[str, str]]:
+        runtime = get_runtime("local", root=tmp_path / "sbx")
+        pool = WarmPool(runtime, tmp_path / "pool", size=1)
+        try:
+            return [await listing(pool, runtime), await listing(None, runtime)]
+        finally:
+            await pool.close()
+            runtime.close()
+
+    pooled, cold = asyncio.run(scenario())
+    for names, notes in (pooled, cold):
+        assert "output" in names and "cache" in names and "note.txt" in names, names
+        assert "from the image" in notes
+    assert pooled == cold

@@ -225,6 +225,7 @@ def pretrain_copy(
 
     from bureau.models.checkpoint import load_checkpoint
     from bureau.trainer.config import adamw
+    from bureau.trainer.threads import CoreShare
 
     say = log or (lambda _: None)
     torch.manual_seed(config.seed)
@@ -250,8 +251,11 @@ def pretrain_copy(
     config.out.mkdir(parents=True, exist_ok=True)
     (config.out / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
     history: list[dict[str, Any]] = []
+    cores = CoreShare(log=say)
+    cores.start()
     with (config.out / "metrics.jsonl").open("w") as metrics_file:
         for step in range(config.steps):
+            cores.update()
             started = time.perf_counter()
             ids, where, targets = batch_tensors(take(step))
             hidden = body(input_ids=ids).last_hidden_state[where[0], where[1]]
@@ -265,6 +269,7 @@ def pretrain_copy(
                 "step": step + 1,
                 "nll": float(loss.detach()),
                 "step_s": time.perf_counter() - started,
+                "threads": cores.threads,
             }
             if (step + 1) % config.eval_every == 0 or step + 1 == config.steps:
                 model.eval()

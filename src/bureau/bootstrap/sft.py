@@ -116,6 +116,7 @@ def train_sft(
     """Train `config.model` on the records in `config.trajectories`; see the module docstring."""
     from bureau.algo.losses import SFTLossConfig, make_loss_fn
     from bureau.records import read_parquet
+    from bureau.trainer.threads import CoreShare
     from bureau.trainer.trainer import Trainer
 
     say = log or (lambda _: None)
@@ -138,8 +139,12 @@ def train_sft(
     config.out.mkdir(parents=True, exist_ok=True)
     (config.out / "config.json").write_text(config.model_dump_json(indent=2) + "\n")
     metrics_file = (config.out / "metrics.jsonl").open("w")
+    cores = CoreShare(log=say)
+    cores.start()
 
     def on_step(metrics: dict[str, Any]) -> None:
+        metrics["train/threads"] = cores.threads
+        cores.update()
         metrics_file.write(json.dumps(metrics) + "\n")
         metrics_file.flush()
         step = int(metrics["train/step"])

@@ -37,6 +37,7 @@ from bureau.cli.common import console
 from bureau.worlds.builder import BuildConfig
 
 if TYPE_CHECKING:
+    from bureau.checks.novelty import NoveltyReport
     from bureau.loop.config import RunConfig
     from bureau.models.tokenizer import Vocab
 
@@ -65,6 +66,9 @@ the SFT policy copied that mistake swung between runs of the same seed (held-out
 RL 0.43 in one run, 0.81 in another); at half, with the last key the one left out, it left
 room in both seeds' runs (0.66 and 0.52 before RL)."""
 DEMO_CONFIG = Path(__file__).resolve().parents[3] / "configs" / "cpu-demo.toml"
+GOAL = 0.10
+"""The demo's goal: held-out Pass@1 of the trained templates up by at least this much, with a
+paired 95% interval above 0. The verdict line says whether this run reached it."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ def run_demo_rl(
     started = time.perf_counter()
     walls = prepare_policy(root, seed=seed, jobs=jobs, sizes=sizes)
 
+    novelty = copy_novelty(root, root / "eval", sizes)
     t = _stage("held-out eval, asynchronous RL on Ray, held-out eval again")
     config = rl_config(root, seed=seed, sizes=sizes, evaluate_on=root / "eval")
     status = RunStatus()
@@ -173,14 +178,19 @@ def run_demo_rl(
     walls["rl"] = time.perf_counter() - t
     evals = json.loads((config.out / "evals.json").read_text())
     before, after = evals[0], evals[-1]
-    verdict = summarize(before["report"], after["report"], seed=seed, untrained=sizes.transfer)
+    verdict = summarize(
+        before["report"], after["report"], seed=seed, untrained=sizes.transfer,
+        nothing_new=tuple(novelty.needs_nothing_new),
+    )  # fmt: skip
     stages = ", ".join(f"{k} {v / 60:.1f} min" for k, v in walls.items())
     wall = time.perf_counter() - started
     console.print(f"{steps} RL steps; wall time {wall / 60:.1f} min ({stages})", highlight=False)
     audit_line = _audit(config.out)
     results["rl"] = {
         "improved": verdict.improved,
+        "goal_met": verdict.goal_met,
         "verdict": verdict.line,
+        "novelty": novelty.to_dict(),
         "before": _headline(before),
         "after": _headline(after),
         "comparison": verdict.comparison,
@@ -268,6 +278,29 @@ def prepare_policy(root: Path, *, seed: int, jobs: int, sizes: DemoSizes) -> dic
     return walls
 
 
+def copy_novelty(root: Path, held_out: Path, sizes: DemoSizes) -> NoveltyReport:
+    """What the held-out tasks of the demo's templates (trained and transfer) copy that the
+    training tasks of the trained templates never show (`bureau tasks overlap`'s second
+    table, in the policy's vocabulary), printed; the verdict marks the templates whose held-out
+    prompts need nothing new."""
+    from transformers import AutoTokenizer
+
+    from bureau.checks.novelty import find_novelty, load_task_spans
+    from bureau.cli.commands import print_novelty
+
+    trained = set(sizes.templates)
+    shown = trained | set(sizes.transfer)
+    train = [t for t in load_task_spans(root / "train") if t.template in trained]
+    tasks = [t for t in load_task_spans(held_out) if t.template in shown]
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(root / "models" / "random"), local_files_only=True
+    )
+    report = find_novelty(train, tasks, tokenizer)
+    print_novelty(report, sizes.vocab)
+    (root / "novelty.json").write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    return report
+
+
 def rl_config(
     root: Path,
     *,
@@ -321,6 +354,8 @@ def _audit(run: Path) -> str:
 class Verdict:
     improved: bool
     """The paired per-task difference in held-out Pass@1 is above 0 with 95% confidence."""
+    goal_met: bool
+    """`improved`, and the difference is at least `GOAL`."""
     line: str
     comparison: dict[str, Any]
 
@@ -331,12 +366,17 @@ def summarize(
     *,
     seed: int,
     untrained: tuple[str, ...] = (),
+    nothing_new: tuple[str, ...] = (),
     title: str = "held-out Pass@1 (eval worlds, prompts never trained on), 95% intervals",
 ) -> Verdict:
     """Print held-out Pass@1 before and after RL, overall (the trained templates) and per
     template, with intervals that resample tasks and the paired per-task difference; then the
-    verdict, which says no when the overall difference's interval does not lie above 0. The
-    `untrained` templates are shown apart, as the transfer figure, and count in no verdict."""
+    verdict, which says no when the overall difference's interval does not lie above 0, and
+    says whether the goal (+`GOAL`) was reached. The `untrained` templates are shown apart, as
+    the transfer figure, and count in no verdict. The `nothing_new` templates, whose held-out
+    prompts hold nothing to copy that training prompts did not (`bureau.checks.novelty`), are
+    marked: they measure in-distribution skill, and the trained templates without them get a
+    pooled line of their own."""
     from bureau.evaluation.report import EvalReport, compare_reports, without_templates
 
     first, last = (
@@ -345,6 +385,9 @@ def summarize(
     compared = compare_reports(last, first, seed=seed)
     transfer = compare_reports(
         EvalReport.model_validate(after), EvalReport.model_validate(before), seed=seed
+    )
+    novel = compare_reports(
+        without_templates(last, nothing_new), without_templates(first, nothing_new), seed=seed
     )
     table = Table(title=title)
     for column in ("", "tasks", "before RL", "after RL", "paired difference"):
@@ -357,37 +400,46 @@ def summarize(
 
     rows = [("overall", first.overall, last.overall, compared.overall)]
     rows += [
-        (name, first.templates[name], last.templates[name], compared.templates[name])
+        (
+            f"{name} (prompt needs nothing new)" if name in nothing_new else name,
+            first.templates[name],
+            last.templates[name],
+            compared.templates[name],
+        )
         for name in sorted(compared.templates)
         if name in first.templates and name in last.templates
     ]
     for name, a, b, paired in rows:
-        found = paired.pass_at_1
-        difference = (
-            "-" if found is None
-            else f"{found.difference:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"
-        )  # fmt: skip
-        table.add_row(name, str(b.tasks), cell(a), cell(b), difference)
+        table.add_row(name, str(b.tasks), cell(a), cell(b), _difference(paired.pass_at_1))
     console.print(table)
     for name in untrained:
         moved = transfer.templates[name].pass_at_1 if name in transfer.templates else None
         if moved is not None:
             console.print(
                 f"transfer, never trained on: {name} Pass@1 {moved.before:.3f} -> "
-                f"{moved.after:.3f}, paired difference {moved.difference:+.3f} "
-                f"[{moved.low:+.3f}, {moved.high:+.3f}] over {moved.tasks} tasks",
+                f"{moved.after:.3f}, paired difference {_difference(moved)} over "
+                f"{moved.tasks} tasks",
                 highlight=False,
             )
+    pooled = novel.overall.pass_at_1
+    if nothing_new and pooled is not None:
+        console.print(
+            "trained templates whose held-out prompts need a span never seen in training "
+            f"({', '.join(sorted(set(compared.templates) - set(nothing_new)))}): Pass@1 "
+            f"{pooled.before:.3f} -> {pooled.after:.3f}, paired difference "
+            f"{_difference(pooled)} over {pooled.tasks} tasks",
+            highlight=False,
+        )
     overall = compared.overall.pass_at_1
     if overall is None:
         line = "RL: no held-out task was graded both before and after; nothing to compare"
-        improved = False
+        improved = goal_met = False
     else:
         improved = overall.low > 0
+        goal_met = improved and overall.difference >= GOAL
         change = (
             f"{overall.before:.3f} -> {overall.after:.3f}, paired difference "
-            f"{overall.difference:+.3f} [{overall.low:+.3f}, {overall.high:+.3f}] over "
-            f"{overall.tasks} tasks"
+            f"{_difference(overall)} over {overall.tasks} tasks"
         )
         if improved:
             line = f"RL improved held-out Pass@1 on this run: {change}"
@@ -395,11 +447,24 @@ def summarize(
             line = f"RL made held-out Pass@1 worse on this run: {change}"
         else:
             line = f"RL did not show an improvement of held-out Pass@1 on this run: {change}"
-    console.print(f"[{'green' if improved else 'red'}]{line}[/]", highlight=False)
+        line += (
+            f"; the goal (+{GOAL * 100:.0f} points, interval above 0) was "
+            f"{'reached' if goal_met else 'not reached'}"
+        )
+    console.print(f"[{'green' if goal_met else 'red'}]{line}[/]", highlight=False)
     comparison = compared.model_dump(mode="json")
     comparison["untrained"] = {
         n: transfer.templates[n].model_dump(mode="json")
         for n in untrained
         if n in transfer.templates
     }
-    return Verdict(improved, line, comparison)
+    comparison["nothing_new"] = list(nothing_new)
+    comparison["needs_new_span"] = novel.overall.model_dump(mode="json")
+    return Verdict(improved, goal_met, line, comparison)
+
+
+def _difference(found: Any) -> str:
+    """A paired estimate as `+0.118 [+0.054, +0.183]`, or `-` when there is none."""
+    if found is None:
+        return "-"
+    return f"{found.difference:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"

@@ -4,9 +4,12 @@ Starting Python with the MCP SDK and the document libraries takes 1.5-2.2 s of C
 per-trial start can hide. The pool starts sandboxes ahead of demand with an empty workspace,
 spawns the tool servers in them and completes the MCP handshake. A trial then takes a ready
 slot and only copies its task's files into the (bind-mounted) workspace, which the running
-servers see at once. Slots are keyed by the environment's shape (workdir and limits) so a task
-always gets a sandbox built to its own `task.toml`, and by the tool groups its servers hold, so
-an agent that needs only some groups gets a server that imported only those.
+servers see at once. Slots are keyed by the environment's shape (workdir, limits, and what the
+task's image provides besides its files: the Dockerfile's ENV, the folders its RUN mkdir makes,
+`[environment].env`) so a task always gets a sandbox built to its own `task.toml` and
+Dockerfile, and by the tool groups its servers hold, so an agent that needs only some groups
+gets a server that imported only those. A pooled sandbox then holds what a cold start would:
+the workspace and every other file the Dockerfile copies are uploaded when a trial takes it.
 
 Refills run in the background; a trial that finds the pool empty starts a slot itself.
 """
@@ -16,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +29,7 @@ import tomli_w
 
 from bureau.errors import BureauSystemError, SystemErrorKind
 from bureau.sandbox.base import Runtime, Sandbox
+from bureau.sandbox.folder import normalize_inside
 from bureau.tasks.taskdir import TaskDir, load_task_dir
 from bureau.trials.mcp_link import ToolLink, open_tool_link
 
@@ -34,11 +40,31 @@ class Shape:
     cpus: float
     memory_mb: int
     storage_mb: int
+    dockerfile: str = ""
+    """What the task's image provides before its files are copied in (its base, ENV lines and
+    RUN mkdir folders), as a Dockerfile a blank sandbox is started from."""
+    env: tuple[tuple[str, str], ...] = ()
+    """`[environment].env` as the task writes it."""
 
     @classmethod
     def of(cls, task: TaskDir) -> Shape:
         env = task.config.environment
-        return cls(env.workdir, float(env.cpus or 1), int(env.memory_mb), int(env.storage_mb))
+        lines = ["FROM python:3.11-slim"]
+        plan = task.image
+        if plan is not None:
+            lines = [f"FROM {plan.base or 'python:3.11-slim'}"]
+            lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(plan.env.items())]
+            lines += [f"RUN mkdir -p {' '.join(map(shlex.quote, plan.folders))}"] * bool(
+                plan.folders
+            )
+        return cls(
+            env.workdir,
+            float(env.cpus or 1),
+            int(env.memory_mb),
+            int(env.storage_mb),
+            "\n".join(lines) + "\n",
+            tuple(sorted(env.env.items())),
+        )
 
     @property
     def key(self) -> str:
@@ -47,6 +73,17 @@ class Shape:
 
 Key = tuple[Shape, tuple[str, ...] | None]
 """A sandbox's shape and its server's tool groups (None: all)."""
+
+
+def _files(task: TaskDir, workdir: str) -> list[tuple[Path, str]]:
+    """What a cold start copies into a new sandbox (`sandbox.folder.provide_image`): the
+    workspace into the workdir, then every other file or folder the Dockerfile copies."""
+    found = [(task.workspace_dir, workdir)] if task.workspace_dir.is_dir() else []
+    for copy in task.image.copies if task.image is not None else []:
+        same = copy.source.resolve() == task.workspace_dir.resolve()
+        if not (found and same and normalize_inside(copy.target) == normalize_inside(workdir)):
+            found.append((copy.source, copy.target))
+    return found
 
 
 def _key(task: TaskDir, groups: Sequence[str] | None) -> Key:
@@ -86,13 +123,14 @@ class WarmPool:
             (path / "environment" / "workspace").mkdir(parents=True, exist_ok=True)
             (path / "tests").mkdir(exist_ok=True)
             (path / "instruction.md").write_text("Pool template.\n")
-            (path / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+            (path / "environment" / "Dockerfile").write_text(shape.dockerfile)
             (path / "tests" / "test.sh").write_text("#!/bin/bash\nexit 1\n")
             env = {
                 "workdir": shape.workdir,
                 "cpus": shape.cpus,
                 "memory_mb": shape.memory_mb,
                 "storage_mb": shape.storage_mb,
+                "env": dict(shape.env),
             }
             (path / "task.toml").write_text(tomli_w.dumps({"environment": env}))
         return load_task_dir(path)
@@ -152,8 +190,8 @@ class WarmPool:
                 await slot.close()
             slot = await self._start_slot(key)
         try:
-            if task.workspace_dir.is_dir():
-                await asyncio.to_thread(slot.sandbox.upload, task.workspace_dir, shape.workdir)
+            for source, target in _files(task, shape.workdir):
+                await asyncio.to_thread(slot.sandbox.upload, source, target)
         except Exception as exc:
             await slot.close()
             raise BureauSystemError(SystemErrorKind.upload_failed, f"workspace: {exc}") from exc

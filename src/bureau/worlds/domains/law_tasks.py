@@ -820,19 +820,22 @@ def t_starter_executed(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
     if len(executed) != 1 or f.ctx.difficulty != "starter":
         return None
     c = executed[0]
-    folder = "contracts/executed/"
+    folder, company = "contracts/executed/", f.ctx.company
     question = phrasing(
         rng,
         [
-            f"One signed contract is filed in `{folder}`. Find which contract it is, then look "
-            f"it up in `{REGISTER}`: who is the counterparty, and what is its annual value?",
-            f"Which contract is filed, signed, in `{folder}`? Look it up in `{REGISTER}` and give "
-            "its counterparty and its annual value.",
-            f"The folder `{folder}` holds one signed contract. Give that contract's counterparty "
-            f"and annual value from `{REGISTER}`.",
+            f"One contract signed by {company} is filed in `{folder}`. Find which contract it "
+            f"is, then look it up in `{REGISTER}`: who is the counterparty, and what is its "
+            "annual value?",
+            f"Which of {company}'s contracts is filed, signed, in `{folder}`? Look it up in "
+            f"`{REGISTER}` and give its counterparty and its annual value.",
+            f"The folder `{folder}` holds one contract {company} signed. Give that contract's "
+            f"counterparty and annual value from `{REGISTER}`.",
         ],
     )
-    title = phrasing(rng, ["Signed contract: counterparty and annual value", "The signed contract"])
+    title = phrasing(
+        rng, [f"{company}: the signed contract", f"The contract {company} signed: its value"]
+    )
     return TaskSpec(
         template="law.starter_executed_lookup",
         kind="multi_hop",
