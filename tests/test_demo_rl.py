@@ -27,6 +27,12 @@ def test_the_verdict_needs_a_paired_difference_above_zero(capsys) -> None:  # ty
     verdict = summarize(before, _report({t: [True, False] for t in tasks}), seed=0)
     assert verdict.improved and verdict.line.startswith("RL improved held-out Pass@1")
     assert "+0.500 [+0.500, +0.500] over 12 tasks" in verdict.line
+    assert verdict.goal_met and verdict.line.endswith("(+10 points, interval above 0) was reached")
+    # Above 0 but short of +10 points: improved, and the line says the goal was not reached.
+    one = {t: [False, False] for t in tasks} | {"a0": [True, False], "b1": [True, False]}
+    small = summarize(before, _report(one), seed=0)
+    assert small.comparison["overall"]["pass_at_1"]["difference"] == pytest.approx(1 / 12)
+    assert not small.goal_met and small.line.endswith("was not reached")
     # a0 lost both its passes and b0 gained two: a mean of 0, an interval about it.
     mixed = {t: [False, False] for t in tasks} | {"a0": [True, True]}
     worse = summarize(
@@ -51,6 +57,21 @@ def test_an_untrained_template_is_a_figure_apart_from_the_verdict(capsys) -> Non
     assert verdict.comparison["untrained"]["law.b"]["pass_at_1"]["difference"] == 0.5
     printed = capsys.readouterr().out
     assert "transfer, never trained on: law.b Pass@1 0.000 -> 0.500" in printed
+
+
+def test_templates_whose_prompts_need_nothing_new_are_marked_and_pooled_apart(capsys) -> None:  # type: ignore[no-untyped-def]
+    tasks = [f"{t}{i}" for t in "ab" for i in range(6)]
+    before = _report({t: [False, False] for t in tasks})
+    # Only law.a (whose held-out prompts hold nothing new) improved.
+    after = _report({t: [t[0] == "a", t[0] == "a"] for t in tasks})
+    verdict = summarize(before, after, seed=0, nothing_new=("law.a",))
+    assert verdict.improved  # the overall verdict counts every trained template
+    assert verdict.comparison["nothing_new"] == ["law.a"]
+    pooled = verdict.comparison["needs_new_span"]["pass_at_1"]
+    assert (pooled["tasks"], pooled["difference"]) == (6, 0.0)
+    printed = capsys.readouterr().out
+    assert "law.a (copies nothing new)" in printed
+    assert "need a span never seen in training (law.b): Pass@1 0.000 -> 0.000" in printed
 
 
 def test_demo_sizes_take_key_value_settings() -> None:

@@ -29,7 +29,7 @@ def test_the_trained_tokens_are_a_span_written_earlier(tokenizer) -> None:  # ty
         copied = tokenizer.decode(ids[start:])
         assert copied[-1] in "'\"", copied  # the closing quote is trained too
         span = copied.strip("'\"\\")
-        assert span and f"{span}" in tokenizer.decode(ids[:start]), (copied, ids)
+        assert span and span in tokenizer.decode(ids[:start]), (copied, ids)
 
 
 @pytest.mark.parametrize(
@@ -114,3 +114,27 @@ def test_batch_tensors_point_at_the_positions_that_predict_trained_tokens() -> N
     assert ids.tolist() == [[5, 6, 7], [8, 9, 0]]
     assert where.tolist() == [[0, 1], [1, 0]]  # (row 0, column 1) predicts 7; (1, 0) predicts 9
     assert targets.tolist() == [7, 9]
+
+
+def test_passes_by_length_give_the_step_one_pass_would(tiny_model: Path, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """Sorted by length and cut to a token budget, a step's gradient and nll are the ones of
+    the whole step in one padded pass."""
+    from bureau.bootstrap.pretrain import by_length, copy_backward
+    from bureau.models.checkpoint import load_checkpoint
+
+    demos = CopyTask(tokenizer, max_words=12).batches(seed=1, steps=2, per_step=6)(1)
+    parts = by_length(demos, token_budget=40)
+    lengths = [len(ids) for part in parts for ids, _ in part]
+    assert lengths == sorted(lengths) and len(parts) > 1
+    assert all(len(p) == 1 or len(p) * max(len(i) for i, _ in p) <= 40 for p in parts)
+    model, _ = load_checkpoint(tiny_model, dtype=torch.float32)
+    weight, body = model.get_output_embeddings().weight, model.get_decoder()
+    candidates = torch.unique(torch.tensor([t for ids, _ in demos for t in ids] + [0, 1, 2]))
+    found = []
+    for budget in (10**6, 40):
+        model.zero_grad(set_to_none=True)
+        nll = copy_backward(body, weight, demos, candidates, budget)
+        found.append((nll, [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (one, whole), (many, parted) = found
+    assert many == pytest.approx(one, rel=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole, parted, strict=True))

@@ -39,10 +39,10 @@ INSTRUCTION = QUESTION + "\n" + ANSWER_CONVENTION
 def test_spans_of_a_task() -> None:
     params = {
         "cid": "C-105",
-        "names": ["WACC", "EBITDA"],  # EBITDA is not in the instruction
+        "names": ["WACC", "EBITDA"],  # EBITDA is not in the instruction: taken from the files
         "range": {"year": 2026, "min_value": 1620000, "rounding": 2},  # 2: not as a word
-        "prefix": "C-10",  # only inside C-105 and C-1050: not a span
-        "format": "YYYY-MM-DD",  # only in the answer convention
+        "prefix": "C-10",  # only inside C-105 and C-1050: not in the prompt
+        "format": "YYYY-MM-DD",  # only in the answer convention: not in the prompt
     }
     gold = {
         "counterparty": "Fontaine Supply Co",
@@ -57,8 +57,11 @@ def test_spans_of_a_task() -> None:
         Span("output/memo.docx", "instruction"),  # output/answer.json and `/workspace` are not
         Span("C-105", "instruction"),
         Span("WACC", "instruction"),
+        Span("EBITDA", "files"),
         Span("2026", "instruction"),
         Span("1,620,000", "instruction"),  # as the instruction writes it
+        Span("C-10", "files"),
+        Span("YYYY-MM-DD", "files"),
         Span("Fontaine Supply Co", "answer"),
         Span("700000", "answer"),
         Span("6489.285", "answer"),  # binary noise rounded away
@@ -207,3 +210,18 @@ def test_overlap_command_reports_novelty(tmp_path: Path, tokenizer_cache: Path) 
     assert (novelty["train_tasks"], novelty["held_out_tasks"]) == (24, 24)
     for row in novelty["templates"].values():
         assert row["tasks"] > 0 and row["spans"] > 0 and row["novel_tokens_share"] is not None
+
+
+def test_a_value_observed_in_the_files_counts_as_copied() -> None:
+    """A prompt that names only a folder asks nothing new, but the id the program copies from
+    that folder's listing can be: the template then needs a new span."""
+    train = [TaskSpans("a", "w", "List `contracts/executed/`.", (Span("C-105", "files"),))]
+    held_out = [
+        TaskSpans("x", "w", "List `contracts/executed/`.", (Span("C-777", "files"),)),
+        TaskSpans("y", "v", "List `contracts/executed/`.", (Span("C-105", "files"),)),
+    ]
+    report = find_novelty(train, held_out)
+    w, v = report.templates["w"], report.templates["v"]
+    assert (w.files_spans, w.novel_files_spans, w.tasks_needing_new) == (1, 1, 1)
+    assert not w.needs_nothing_new and v.needs_nothing_new  # C-105: training copied it too
+    assert report.needs_nothing_new == ["v"]

@@ -1,8 +1,9 @@
 """`bureau tasks overlap`: hand-made instructions at each level, then the real splits.
 
-The last tests build the full default train and eval splits and the demo's starter sets and
-fail on any exact duplicate: the splits are disjoint by construction (each split draws the
-names its instructions mention from its own half of every pool), and this is the check.
+The last tests plan the full default train, validation and eval splits, build the demo's
+starter sets and fail on any exact duplicate: the splits are disjoint by construction (each
+split draws the names and ids its instructions mention from its own part of every pool, by a
+hash of the value), and this is the check.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from bureau.checks.overlap import (
     planned_instructions,
 )
 from bureau.cli.demo_rl import DemoSizes
-from bureau.tasks.carve import carve_validation
 from bureau.worlds.builder import DOMAINS, BuildConfig, build_split, domain_module
 
 CONVENTION = "## How to answer\n\nWrite output/answer.json with the keys above."
@@ -93,50 +93,67 @@ def test_planned_instructions_are_the_built_ones(tmp_path: Path, difficulty: str
 
 @pytest.mark.slow
 def test_default_splits_and_demo_sets_share_no_instruction(tmp_path: Path) -> None:
-    """The full default splits (`bureau worlds build --split train|eval`) and the demo's
-    starter sets: no evaluation instruction is word for word a training one. The default
-    splits (2,408 tasks) are planned, not built (the test above ties the two); the demo's sets
-    are built, carved and compared through the command a user runs."""
+    """The full default splits (`bureau worlds build --split train|validation|eval`) and the
+    demo's starter sets: no held-out instruction is word for word a training one. The default
+    splits (2,888 tasks) are planned, not built (the test above ties the two); the demo's sets
+    are built and compared through the command a user runs, which also reports what their
+    held-out tasks copy that training never showed."""
     train = planned_instructions(BuildConfig("train", 112, 1928, 0, tmp_path / "train", jobs=2))
-    evaluation = planned_instructions(BuildConfig("eval", 33, 480, 0, tmp_path / "eval", jobs=2))
-    assert (len(train), len(evaluation)) == (1928, 480)
-    found = find_overlap(train, evaluation)
-    assert found.exact == [], found.to_dict()["examples"]
+    held_out = {
+        split: planned_instructions(BuildConfig(split, 33, 480, 0, tmp_path / split, jobs=2))
+        for split in ("validation", "eval")
+    }
+    assert (len(train), *map(len, held_out.values())) == (1928, 480, 480)
+    for tasks in held_out.values():
+        found = find_overlap(train, tasks)
+        assert found.exact == [], found.to_dict()["examples"]
+    assert find_overlap(held_out["validation"], held_out["eval"]).exact == []
     assert not (tmp_path / "train").exists()
     # Kinds of task no training split has: none in train, at least a fifth of eval.
-    held_out = {t.name for d in DOMAINS for t in domain_module(d).TEMPLATES if t.held_out}
-    assert not [i for i in train if i.template in held_out]
-    assert sum(i.template in held_out for i in evaluation) >= 0.2 * len(evaluation)
+    unseen = {t.name for d in DOMAINS for t in domain_module(d).TEMPLATES if t.held_out}
+    assert not [i for i in train if i.template in unseen]
+    assert sum(i.template in unseen for i in held_out["eval"]) >= 0.2 * len(held_out["eval"])
 
     sizes = DemoSizes()
-    demo_train = sizes.train_worlds + sizes.validation_worlds  # validation is carved from these
-    train_cfg = BuildConfig(
-        "train", demo_train, demo_train * 8, 0, tmp_path / "demo-train", "starter", jobs=2
-    )
-    eval_cfg = BuildConfig(
-        "eval", sizes.eval_worlds, sizes.eval_worlds * 8, 0, tmp_path / "demo-eval", "starter",
-        jobs=2,
-    )  # fmt: skip
-    build_split(train_cfg)
-    build_split(eval_cfg)
-    # The demo's validation split, held out from training as eval is.
-    carved = carve_validation(train_cfg.out, sizes.validation_worlds, tmp_path / "demo-val")
-    validation = load_instructions(tmp_path / "demo-val")
-    assert len(validation) == carved.tasks > 0
-    assert find_overlap(load_instructions(train_cfg.out), validation).exact == []
+    configs = {
+        split: BuildConfig(split, worlds, worlds * 8, 0, tmp_path / f"demo-{split}", "starter")
+        for split, worlds in (
+            ("train", sizes.train_worlds),
+            ("validation", sizes.validation_worlds),
+            ("eval", sizes.eval_worlds),
+        )
+    }
+    for cfg in configs.values():
+        build_split(cfg)
+    loaded = {split: load_instructions(cfg.out) for split, cfg in configs.items()}
+    assert find_overlap(loaded["train"], loaded["validation"]).exact == []
     report = tmp_path / "demo.json"
     done = subprocess.run(
         [
             sys.executable, "-m", "bureau.cli.main", "tasks", "overlap",
-            str(train_cfg.out), str(eval_cfg.out), "--report", str(report), "--vocab", "none",
+            str(configs["train"].out), str(configs["eval"].out), "--report", str(report),
+            "--vocab", "none",
         ],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    print(done.stdout[-4000:])
+    print(done.stdout[-6000:])
     found_demo = json.loads(report.read_text())
-    assert (found_demo["first_tasks"], found_demo["second_tasks"]) == (carved.left, eval_cfg.tasks)
+    assert (found_demo["first_tasks"], found_demo["second_tasks"]) == (
+        configs["train"].tasks,
+        configs["eval"].tasks,
+    )
     assert found_demo["exact"] == 0, found_demo["examples"]["exact"]
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # What the demo's trained templates copy: the register lookups a contract id (from the
+    # prompt, or from a folder's listing) and the banking named ranges a file name, never seen
+    # in training; the consulting named ranges nothing new (the same three names in every
+    # world), which the report says.
+    novelty = found_demo["novelty"]["templates"]
+    for name in ("law.starter_register_value", "law.starter_executed_lookup"):
+        assert novelty[name]["novel_tasks_share"] == 1.0, (name, novelty[name])
+    assert novelty["banking.starter_named_range"]["novel_tasks_share"] == 1.0
+    assert novelty["consulting.starter_named_range"]["needs_nothing_new"] is True
+    assert "consulting.starter_named_range" in found_demo["novelty"]["needs_nothing_new"]
     # Every world lists its own names for the masked comparison.
-    manifest = json.loads((eval_cfg.out / "bureau-dataset.json").read_text())
+    manifest = json.loads((configs["eval"].out / "bureau-dataset.json").read_text())
     assert all(world["names"] for world in manifest["worlds"])

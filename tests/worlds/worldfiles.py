@@ -66,6 +66,11 @@ def templates_asked(out: Path) -> set[str]:
     asked = set()
     for task in json.loads((out / "bureau-dataset.json").read_text())["tasks"]:
         asked.add(task["template"])
-        params = json.loads((out / task["path"] / "solution" / "params.json").read_text())
-        asked.update(item["template"] for item in params.get("items", []))
+        task_dir = out / task["path"]
+        parts = (
+            [task_dir] if not task.get("steps") else [task_dir / "steps" / s for s in task["steps"]]
+        )
+        for part in parts:
+            params = json.loads((part / "solution" / "params.json").read_text())
+            asked.update(item["template"] for item in params.get("items", []))
     return asked

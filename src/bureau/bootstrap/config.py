@@ -140,6 +140,15 @@ class SFTConfig(StrictModel):
     """Trajectories per batch (drawn in a seeded, shuffled order, epoch after epoch)."""
     min_reward: float | None = None
     """Train only on trajectories with at least this reward (None: all, mistakes included)."""
+    augment: int = Field(default=0, ge=0)
+    """Fresh copies of each trajectory to train on beside it, its row ids and company names
+    replaced by others of `augment_split` (`bureau.bootstrap.augment`), so the policy copies
+    them instead of recalling the recorded ones."""
+    augment_split: str = "train"
+    """The split whose part of the pools the fresh values come from: the one recorded."""
+    copy_replay: int = Field(default=0, ge=0)
+    """Copy-pretraining sequences (`bureau.bootstrap.pretrain.CopyTask`, synthetic, no task
+    data) added to each step's batch, so that fine-tuning keeps the copying it starts from."""
     seed: int = 0
     """Seeds the data order and the trainer."""
     attn_implementation: Literal["sdpa", "eager"] | None = None
@@ -164,6 +173,9 @@ class PretrainConfig(StrictModel):
     """Optimizer steps."""
     sequences_per_step: int = Field(default=32, ge=1)
     """Synthetic sequences per step."""
+    token_budget: int = Field(default=1024, ge=1)
+    """Padded tokens per forward pass: a step's sequences go through in passes of similar
+    length, so that little is padding; the gradient is the step's whatever the budget."""
     max_words: int = Field(default=80, ge=2)
     """Most words around the span at the end of the curriculum."""
     spans: list[SpanKind] = Field(

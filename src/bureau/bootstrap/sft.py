@@ -85,13 +85,16 @@ def fit(
     per_step: int,
     seed: int,
     on_step: Callable[[dict[str, Any]], None] | None = None,
+    extra: Callable[[int], list[Demo]] | None = None,
 ) -> list[dict[str, Any]]:
-    """`steps` SFT steps of `per_step` demonstrations each; returns each step's metrics."""
+    """`steps` SFT steps of `per_step` demonstrations each (and `extra(step)`'s sequences, when
+    given, in the same batch); returns each step's metrics."""
     stream = DemoStream(demos, seed)
     history = []
-    for _ in range(steps):
+    for step in range(steps):
         started = time.perf_counter()
-        metrics = trainer.forward_backward(sft_batch(stream.take(per_step)))
+        batch = stream.take(per_step) + (extra(step) if extra is not None else [])
+        metrics = trainer.forward_backward(sft_batch(batch))
         metrics |= trainer.optim_step()
         metrics["train/step_s"] = time.perf_counter() - started
         history.append(metrics)
@@ -132,6 +135,20 @@ def train_sft(
         raise ValueError(f"no usable trajectory among {len(records)} in {config.trajectories}")
     say(f"{len(usable)} of {len(records)} trajectories to train on")
     demos = [(list(r.token_ids), list(r.loss_mask)) for r in usable]
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(config.model), local_files_only=True)
+    if config.augment:
+        from bureau.bootstrap.augment import augment
+
+        fresh, skipped = augment(
+            demos, tokenizer, copies=config.augment, split=config.augment_split, seed=config.seed
+        )
+        demos += fresh
+        say(
+            f"{len(fresh)} re-rendered with fresh ids and company names of the "
+            f"{config.augment_split} split ({skipped} could not be)"
+        )
     trainer_config = config.trainer.model_copy(update={"seed": config.seed})
     trainer = Trainer.from_pretrained(config.model, make_loss_fn(SFTLossConfig()), trainer_config)
     if config.attn_implementation is not None:
@@ -154,6 +171,19 @@ def train_sft(
                 f"{metrics['train/step_s']:.2f} s, {metrics['train/num_tokens']} tokens"
             )
 
+    replay = None
+    if config.copy_replay:
+        from bureau.bootstrap.config import PretrainConfig
+        from bureau.bootstrap.pretrain import CopyTask
+
+        pretraining = PretrainConfig(model=config.model, out=config.out)  # its defaults
+        copies = CopyTask(tokenizer, pretraining.max_words, pretraining.spans)
+
+        def replay(step: int) -> list[Demo]:
+            rng = random.Random(f"replay/{config.seed}/{step}")
+            return [copies.sample(rng) for _ in range(config.copy_replay)]
+
+        say(f"{config.copy_replay} copy-pretraining sequences beside each step's demonstrations")
     try:
         history = fit(
             trainer,
@@ -162,6 +192,7 @@ def train_sft(
             per_step=config.sequences_per_step,
             seed=config.seed,
             on_step=on_step,
+            extra=replay,
         )
         export(trainer, config.model, config.out / "weights")
     finally:

@@ -1,19 +1,20 @@
 """What a held-out task must copy that training never showed: copy novelty per template.
 
-A program that answers a task copies two kinds of text. From the prompt: the file paths its
-question names and the values the question is about (the contract id `C-105`, the named range
-`WACC`), which are the oracle's parameters that the instruction states verbatim. From the
-files: the gold answer's values (a counterparty's name, a number). These are a task's *spans*
-(`task_spans`).
+A program that answers a task copies three kinds of text, a task's *spans* (`task_spans`).
+From the prompt: the file paths its question names and the values the question is about (the
+contract id `C-105`, the named range `WACC`): the oracle's parameters that the instruction
+states verbatim. From what it observes in the files: the oracle's other parameters, which the
+instruction does not state (the id of the one contract a folder holds, found by listing it).
+And the answer's values (a counterparty's name, a number), read from the files.
 
 A held-out span is *novel* when no training instruction holds it as a whole token-delimited
 substring (`C-105` is not in `C-1050`; letters and digits are what a span may not run into)
-and no training answer equals it. A template whose held-out tasks need no novel span at all
-measures in-distribution skill, not transfer: a policy could pass them by reproducing what it
-saw in training (`TemplateNovelty.needs_nothing_new`). The flag is about the prompt: a task
-whose only novel spans are answer values a program reads from the files (a number in a
-workbook) asks nothing new of a policy that copies the right names into that program; the
-answer spans are counted apart.
+and no training answer or observed value equals it. A template whose held-out tasks need no
+novel span at all measures in-distribution skill, not transfer: a policy could pass them by
+reproducing what it saw in training (`TemplateNovelty.needs_nothing_new`). The flag is about
+what a program must copy (prompt and observed spans): a task whose only novel spans are answer
+values a program reads from the files (a number in a workbook) asks nothing new of a policy
+that copies the right names into that program; the answer spans are counted apart.
 
 Characters can be new where the spans are not. With a tokenizer, each span is encoded alone
 with a leading space (the way it sits in a sentence or a JSON value) and two shares are
@@ -42,7 +43,7 @@ from bureau.worlds.builder import BuildConfig
 from bureau.worlds.spec import ANSWER_FILE
 from bureau.worlds.taskwriter import ANSWER_CONVENTION, task_instruction
 
-Source = Literal["instruction", "answer"]
+Source = Literal["instruction", "files", "answer"]
 EXAMPLES = 5
 """Novel spans kept per template as examples."""
 FLOAT_DECIMALS = 6
@@ -70,7 +71,8 @@ class Encoder(Protocol):
 class Span:
     text: str
     source: Source
-    """`instruction`: copied from the prompt; `answer`: a gold value, read from the files."""
+    """`instruction`: copied from the prompt; `files`: a value the program needs that the
+    prompt does not state (found in the files); `answer`: a gold value, read from the files."""
 
 
 @dataclass(frozen=True)
@@ -87,23 +89,22 @@ def task_spans(instruction: str, params: Mapping[str, Any], gold: Mapping[str, A
 
     Instruction spans: the backticked file paths outside the answer convention (the answer
     file aside), then every string of `params` (and every number, as written or with thousands
-    separators) that the instruction outside the convention holds, token-delimited. Answer
-    spans: every string and number of `gold` (JSON text; `null` and booleans are not copied).
-    A text both copied from the prompt and held by the answer counts once, as an instruction
-    span."""
+    separators) that the instruction outside the convention holds, token-delimited. Files
+    spans: the strings of `params` the instruction does not hold (what a program must take from
+    what it observes). Answer spans: every string and number of `gold` (JSON text; `null` and
+    booleans are not copied). A text met twice counts once, as its first span."""
     question = _CONVENTION.sub("", instruction)
-    found = [p for p in _PATH.findall(question) if p != ANSWER_FILE]
+    found = [Span(p, "instruction") for p in _PATH.findall(question) if p != ANSWER_FILE]
     for value in _leaves(params):
         if isinstance(value, str):
-            if value.strip() and _occurs(value, question):
-                found.append(value)
+            if value.strip():
+                found.append(Span(value, "instruction" if _occurs(value, question) else "files"))
         elif isinstance(value, int | float) and not isinstance(value, bool):
             # As JSON writes it, else as a sentence does (1620000 as "USD 1,620,000").
             forms = [json.dumps(value), *([f"{value:,}"] if isinstance(value, int) else [])]
-            found.extend([form for form in forms if _occurs(form, question)][:1])
-    spans = [Span(text, "instruction") for text in found]
-    spans += [Span(text, "answer") for text in answer_texts(gold)]
-    return _unique(spans)
+            found += [Span(form, "instruction") for form in forms if _occurs(form, question)][:1]
+    found += [Span(text, "answer") for text in answer_texts(gold)]
+    return _unique(found)
 
 
 def answer_texts(gold: Mapping[str, Any]) -> list[str]:
@@ -247,11 +248,13 @@ class TemplateNovelty:
 
     tasks: int = 0
     instruction_spans: int = 0
+    files_spans: int = 0
     answer_spans: int = 0
     novel_instruction_spans: int = 0
+    novel_files_spans: int = 0
     novel_answer_spans: int = 0
     tasks_needing_new: int = 0
-    """Tasks whose prompt holds at least one novel instruction span."""
+    """Tasks with at least one novel span to copy into a program (instruction or files)."""
     tasks_needing_new_answer: int = 0
     """Tasks with at least one novel answer span."""
     tokens: int = 0
@@ -264,17 +267,17 @@ class TemplateNovelty:
 
     @property
     def spans(self) -> int:
-        return self.instruction_spans + self.answer_spans
+        return self.instruction_spans + self.files_spans + self.answer_spans
 
     @property
     def novel_spans(self) -> int:
-        return self.novel_instruction_spans + self.novel_answer_spans
+        return self.novel_instruction_spans + self.novel_files_spans + self.novel_answer_spans
 
     @property
     def needs_nothing_new(self) -> bool:
-        """No held-out prompt of the template holds a span to copy that training prompts
-        never showed (answer values read from the files aside)."""
-        return self.tasks > 0 and self.novel_instruction_spans == 0
+        """No held-out task of the template has a span to copy, from its prompt or from what
+        it observes, that training never showed (answer values read from the files aside)."""
+        return self.tasks > 0 and self.novel_instruction_spans + self.novel_files_spans == 0
 
     def share(self, measure: str) -> float | None:
         """`spans`, `tasks`, `tokens` or `bigrams`: the novel share, None with nothing to
@@ -330,15 +333,16 @@ def find_novelty(
     train: Sequence[TaskSpans], held_out: Sequence[TaskSpans], tokenizer: Encoder | None = None
 ) -> NoveltyReport:
     """Each held-out task's spans against what training shows: every training instruction's
-    text and every training answer value (see the module docstring)."""
+    text and every training answer and observed value (see the module docstring)."""
     seen_text = SeenText(t.instruction for t in train)
-    seen_answers = {s.text for t in train for s in t.spans if s.source == "answer"}
+    # What training programs wrote or copied from the files counts as shown, as its prompts do.
+    seen_answers = {s.text for t in train for s in t.spans if s.source != "instruction"}
     tokens = _SeenTokens(tokenizer, seen_text.paragraphs, seen_answers) if tokenizer else None
     novel: dict[str, bool] = {}
     report = NoveltyReport(len(train), len(held_out), tokens is not None)
     for task in held_out:
         row = report.templates.setdefault(task.template or "(none)", TemplateNovelty())
-        needs_new = {"instruction": False, "answer": False}
+        needs_new = {"instruction": False, "files": False, "answer": False}
         for span in task.spans:
             if span.text not in novel:
                 novel[span.text] = span.text not in seen_answers and span.text not in seen_text
@@ -347,7 +351,7 @@ def find_novelty(
             needs_new[span.source] |= novel[span.text]
         for counts in (row, report.overall):
             counts.tasks += 1
-            counts.tasks_needing_new += needs_new["instruction"]
+            counts.tasks_needing_new += needs_new["instruction"] or needs_new["files"]
             counts.tasks_needing_new_answer += needs_new["answer"]
     return report
 
@@ -356,6 +360,9 @@ def _count(row: TemplateNovelty, span: Span, novel: bool, tokens: _SeenTokens | 
     if span.source == "instruction":
         row.instruction_spans += 1
         row.novel_instruction_spans += novel
+    elif span.source == "files":
+        row.files_spans += 1
+        row.novel_files_spans += novel
     else:
         row.answer_spans += 1
         row.novel_answer_spans += novel

@@ -262,8 +262,9 @@ def print_novelty(novelty: NoveltyReport, vocab: str | None) -> None:
         f"{novelty.train_tasks} training tasks never show"
     )
     columns = (
-        "template", "tasks", "spans (prompt / answer)", "novel spans", "prompts with a new span",
-        f"novel tokens{tokens}", "novel bigrams", "prompt needs nothing new",
+        "template", "tasks", "spans (prompt / files / answer)", "novel spans",
+        "tasks with a new span to copy", f"novel tokens{tokens}", "novel bigrams",
+        "copies nothing new",
     )  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "template" else "right")
@@ -272,7 +273,7 @@ def print_novelty(novelty: NoveltyReport, vocab: str | None) -> None:
         table.add_row(
             name,
             str(row.tasks),
-            f"{row.instruction_spans} / {row.answer_spans}",
+            f"{row.instruction_spans} / {row.files_spans} / {row.answer_spans}",
             percent(row, "spans"),
             percent(row, "tasks"),
             percent(row, "tokens"),

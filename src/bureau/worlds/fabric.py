@@ -199,6 +199,21 @@ PREFIX = [
     "Dovetail",
     "Evergreen",
 ]
+_HEADS = (
+    *("Ash", "Bay", "Black", "Bright", "Cedar", "Clear", "Cold", "Copper", "Crane", "Deer"),
+    *("East", "Elm", "Fair", "Fern", "Glen", "Gold", "Green", "Hazel", "High", "Iron"),
+    *("Kings", "Lake", "Lark", "Long", "Mill", "Moss", "North", "Oak", "Pine", "Red"),
+    *("Rock", "Rose", "Silver", "South", "Stone", "Sun", "West", "White", "Wild", "Wolf"),
+)
+_TAILS = (
+    *("brook", "bridge", "field", "ford", "gate", "hill", "hurst", "land", "leigh", "mere"),
+    *("mont", "more", "port", "ridge", "stead", "ton", "vale", "view", "well", "wood"),
+)
+PREFIX += sorted({h + t for h in _HEADS for t in _TAILS} - set(PREFIX))
+"""Company names' first words: the handwritten ones, then place-like compounds (`Ashbrook`,
+`Copperford`), 871 in all, so that each split's part (`split_part`) holds about 290 and a
+policy meets a company of its own split's part rarely enough that it must copy the name, not
+recall it."""
 SUFFIX = {
     "law": ("Holdings", "Industries", "Group", "Technologies", "Logistics", "Energy", "Foods"),
     "consulting": ("Retail", "Health", "Mobility", "Foods", "Telecom", "Apparel", "Software"),

@@ -1050,6 +1050,8 @@ def t_starter_named(f: ConsultingFacts, rng: random.Random, variant: int) -> Tas
 def t_starter_revision(f: ConsultingFacts, rng: random.Random, variant: int) -> TaskSpec | None:
     seg = sorted(f.revised)[0]
     mail = f.revision_mails[0]
+    # The client is named: the mail's path is a date, and dates are not split.
+    client = f.ctx.company
     return _spec(
         "starter_growth_email",
         "reconcile",
@@ -1057,11 +1059,11 @@ def t_starter_revision(f: ConsultingFacts, rng: random.Random, variant: int) -> 
         phrasing(
             rng,
             [
-                f"Read the client's email `{mail}`. Which segment's growth assumption does it "
-                "revise, what rate does the client want now, and what rate did the deck use?",
-                f"The client's email `{mail}` revises a growth assumption. Which segment's is "
+                f"Read {client}'s email `{mail}`. Which segment's growth assumption does it "
+                f"revise, what rate does {client} want now, and what rate did the deck use?",
+                f"{client}'s email `{mail}` revises a growth assumption. Which segment's is "
                 "it, what rate does the client want now, and what rate did the deck use?",
-                f"Which segment's growth assumption does the client's email `{mail}` revise? "
+                f"Which segment's growth assumption does {client}'s email `{mail}` revise? "
                 "Give the rate the client wants now and the rate the deck used.",
             ],
         ),
