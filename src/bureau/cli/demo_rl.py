@@ -1,16 +1,19 @@
 """The demo's main job: bootstrap a tiny policy, then RL that is judged on held-out worlds.
 
-1. Starter datasets: train worlds and eval worlds (other companies, and no instruction in
-   common); three templates of three domains (`TEMPLATES`) and one never trained on
-   (`TRANSFER`).
-2. A random tiny Qwen3 (2 layers, hidden 128, tied embeddings, the `qwen3-demo` vocabulary:
-   Qwen3's BPE stopped at 8,192 ranks) learns to copy an id from its context
+1. Starter datasets: train, validation and eval worlds (other companies; every name, id and
+   slug drawn from its split's own part of each pool, by a hash of the value, so the splits
+   differ in values and not in their distribution); four templates of three domains
+   (`TEMPLATES`, one of them two tool calls) and one never trained on (`TRANSFER`). What the
+   eval prompts copy that no training prompt showed is reported (`copy_novelty`).
+2. A random tiny Qwen3 (3 layers, hidden 128, tied embeddings, the `qwen3-demo` vocabulary:
+   Qwen3's BPE stopped at 8,192 ranks) learns to copy ids, slugs and paths from its context
    on synthetic text (`bureau bootstrap pretrain`): a base model's skill, no task data.
-3. The scripted teacher solves the train tasks through real trials by writing one program a
-   task (`bureau bootstrap record`, `lookup_by_code`), with seeded mistakes at the rates of
+3. The scripted teacher solves the train tasks through real trials by writing short programs
+   (`bureau bootstrap record`, `lookup_by_code`), with seeded mistakes at the rates of
    `DEMO_MISTAKES`: most often it leaves an answer key out or reads another column.
-4. SFT on those trajectories (`bureau train-sft`): an imperfect policy that copies the teacher's
-   mistakes (and, sampled at temperature 0.7, garbles a few of its programs).
+4. SFT on those trajectories (`bureau train-sft`), each also re-rendered with fresh ids and
+   company words of the train split, beside replayed copy pretraining: an imperfect policy that
+   copies the teacher's mistakes (and, sampled at temperature 0.7, garbles a few programs).
 5. `bureau train` with `configs/cpu-demo.toml`: held-out evaluation, asynchronous RL on the train
    worlds, held-out evaluation again; the table compares the two per template, with intervals
    that resample tasks and the paired difference, the verdict says whether RL improved held-out
@@ -96,7 +99,7 @@ class DemoSizes:
     """The validation split (`bureau worlds build --split validation`): built like eval, from
     its own part of every pool, never trained on; what tuning evaluates on."""
     eval_worlds: int = 24
-    pretrain_steps: int = 1200
+    pretrain_steps: int = 1600
     """Copy pretraining of ids, slugs and paths (`PretrainConfig.spans`): 3 x 128 copies ids
     whole from about step 1,000 and file names from about 1,200 (held-out, 80 words of context:
     ids 0.94, paths 0.22, slugs 0.56 at 1,200; 0.97, 0.59, 0.62 at 1,600); SFT goes on copying

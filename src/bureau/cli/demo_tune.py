@@ -4,8 +4,9 @@ The demo reports held-out Pass@1 on its eval worlds; a setting chosen by looking
 numbers would make them a tuning score, not a held-out one. Here the same policy the demo
 prepares (`demo_rl.prepare_policy`: worlds, copy pretraining, the teacher's recording, SFT) is
 trained once per candidate setting (`--set`-style overrides of `configs/cpu-demo.toml`), each
-run evaluated before and after on the validation split that `bureau tasks carve` moved out of
-the training worlds. The eval split is built (the preparation is the demo's) but never read.
+run evaluated before and after on the validation split (`bureau worlds build --split
+validation`: other worlds, built like eval from their own part of every pool). The eval split
+is built (the preparation is the demo's) but never read.
 
 The candidates share one evaluation of the starting policy (the first run's); each is scored
 by the paired per-task difference of validation Pass@1, after over before, on the trained
@@ -76,7 +77,7 @@ def tune_demo(
         before = before or evals[0]
         verdict = summarize(
             before["report"], evals[-1]["report"], seed=seed, untrained=sizes.transfer,
-            title="validation Pass@1 (train worlds carved out, never trained on), 95% intervals",
+            title="validation Pass@1 (worlds of their own, never trained on), 95% intervals",
         )  # fmt: skip
         overall = verdict.comparison["overall"]["pass_at_1"]
         row |= {

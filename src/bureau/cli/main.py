@@ -416,7 +416,7 @@ def demo_tune(
     ] = None,
     jobs: Annotated[int, typer.Option(help="Worker processes.")] = 2,
 ) -> None:
-    """Choose the demo's RL settings on the validation split carved from its training worlds:
+    """Choose the demo's RL settings on the validation split (worlds of its own, never eval's):
     the demo's policy, trained once per candidate, Pass@1 before and after on validation
     tasks (never on the eval split), the paired difference of each, the best one named."""
     from bureau.cli.demo_rl import DemoSizes
