@@ -9,6 +9,7 @@ from typing import Any
 from ..briefs import brief_templates
 from ..fabric import long_date
 from ..spec import (
+    Kind,
     PdfProbe,
     TaskSpec,
     Template,
@@ -792,23 +793,7 @@ def t_starter_register(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
     title = phrasing(
         rng, [f"Register lookup: {c.cid}", f"Contract {c.cid}: counterparty and annual value"]
     )
-    return TaskSpec(
-        template="law.starter_register_value",
-        kind="fact",
-        title=title,
-        question=question,
-        answer_keys={
-            "counterparty": "string, the counterparty's name",
-            "annual_value": "number, annual value in USD",
-        },
-        criteria=[
-            text("counterparty", c.counterparty, "Names the counterparty"),
-            numeric("annual_value", c.annual_value, "States the annual value"),
-        ],
-        gold={"counterparty": c.counterparty, "annual_value": c.annual_value},
-        oracle={"cid": c.cid},
-        signature=f"starter_register:{c.cid}",
-    )
+    return _register_row(c, "register_value", "fact", title, question)
 
 
 def t_starter_executed(f: LawFacts, rng: random.Random, variant: int) -> TaskSpec | None:
@@ -836,9 +821,24 @@ def t_starter_executed(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
     title = phrasing(
         rng, [f"{company}: the signed contract", f"The contract {company} signed: its value"]
     )
+    return _register_row(
+        c, "executed_lookup", "multi_hop", title, question, [c.executed_pdf or "", REGISTER]
+    )
+
+
+def _register_row(
+    c: Contract,
+    name: str,
+    kind: Kind,
+    title: str,
+    question: str,
+    evidence: list[str] | None = None,
+) -> TaskSpec:
+    """A starter task answered by contract `c`'s row of the register: its counterparty and
+    annual value."""
     return TaskSpec(
-        template="law.starter_executed_lookup",
-        kind="multi_hop",
+        template=f"law.starter_{name}",
+        kind=kind,
         title=title,
         question=question,
         answer_keys={
@@ -851,8 +851,8 @@ def t_starter_executed(f: LawFacts, rng: random.Random, variant: int) -> TaskSpe
         ],
         gold={"counterparty": c.counterparty, "annual_value": c.annual_value},
         oracle={"cid": c.cid},
-        signature=f"starter_executed:{c.cid}",
-        evidence=[c.executed_pdf or "", REGISTER],
+        signature=f"starter_{name.split('_')[0]}:{c.cid}",
+        evidence=evidence or [],
     )
 
 
