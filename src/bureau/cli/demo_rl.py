@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Console
 from rich.table import Table
 
 from bureau.cli.commands import build, print_build_report
@@ -433,7 +434,10 @@ def summarize(
     ]
     for name, a, b, paired in rows:
         table.add_row(name, str(b.tasks), cell(a), cell(b), _difference(paired.pass_at_1))
-    console.print(table)
+    # At least 120 columns: where the output is not a terminal (a log file, CI) rich assumes 80,
+    # and the figures beside the whole template names were cut to "0.…".
+    wide = Console(file=console.file, width=max(console.width, 120), soft_wrap=True)
+    wide.print(table)
     for name in untrained:
         moved = transfer.templates[name].pass_at_1 if name in transfer.templates else None
         if moved is not None:
